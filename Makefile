@@ -1,0 +1,33 @@
+GO ?= go
+PKGS := ./...
+FUZZTIME ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: test bench fuzz demo fmt vet
+
+## test: formatting check, go vet, and every test under the race detector
+test: fmt vet
+	$(GO) test -race -count=1 $(PKGS)
+
+fmt:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+## bench: every benchmark with allocations, one run so ratios can be read side by side
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
+
+## fuzz: each fuzz target for FUZZTIME
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+		for t in $$($(GO) test -list='^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$t"; \
+			$(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
+		done; \
+	done
+
+## demo: the scripted demonstration
+demo:
+	$(GO) run ./cmd/auditdemo

@@ -1,0 +1,21 @@
+// Package audit is auditguard's guard: it holds a policy snapshot, host data,
+// per-protocol modes and the host callbacks, scopes them on a
+// context.Context, and runs the one decision pipeline every guarded call
+// goes through.
+//
+// A host builds a Guard with New, enters it with Guard.Enter, and gives the
+// generated-code runner handles made from the returned context (fsguard,
+// procguard, netguard). Each handle translates its call into an Event and a
+// pure Request and calls Check; it never decides by itself. The pipeline
+// checks the scope, asks OnCall, asks the policy (and any Restrict-ed
+// narrower ones), asks BeforeDeny for rescuable denials, applies the
+// protocol's Mode, and records the outcome with log/slog and the Recorder.
+//
+// Denials are *DenyError values: errors.Is(err, fs.ErrPermission) and
+// errors.Is(err, ErrDenied) hold, and the message says what was blocked,
+// by which rule, from which caller, and how to allow it.
+//
+// Scopes protect themselves: entering another guard, SetData, SetPolicy and
+// SetMode are denied inside a scope whatever the callbacks say; Restrict can
+// only narrow; releasing a scope revokes every handle made from it.
+package audit

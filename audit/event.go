@@ -1,0 +1,120 @@
+package audit
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/auditguard/auditguard/policy"
+)
+
+// Event is one guarded call as the pipeline and the host callbacks see it.
+// Facades fill the call's fields; the pipeline fills the rest.
+type Event struct {
+	Protocol  Protocol
+	Op        policy.Op
+	Target    string   // as the caller named it
+	Target2   string   // second name of a two-name operation (rename, link)
+	Resolved  string   // where Target really lands, when resolved
+	Resolved2 string   // where Target2 really lands
+	Argv      []string // exec: the arguments, program first
+	Program   string   // exec: the resolved program
+	Detail    string   // facade-specific detail ("O_WRONLY|O_CREATE", "tcp")
+
+	// Set by the pipeline.
+	Decision policy.Decision // the policy's answer, once asked
+	Data     any             // the host data snapshot
+	Call     *Call           // the running host tool call, nil if none or finished
+
+	scope    *Scope
+	frames   []runtime.Frame
+	captured bool
+	site     uintptr
+}
+
+// ScopeID identifies the scope the call was made in.
+func (e *Event) ScopeID() uint64 {
+	if e.scope == nil {
+		return 0
+	}
+	return e.scope.id
+}
+
+// ScopeEntered says where the call's scope was entered.
+func (e *Event) ScopeEntered() string {
+	if e.scope == nil {
+		return ""
+	}
+	return e.scope.entered
+}
+
+// Frames returns the caller's stack, starting at the first frame outside
+// auditguard's library packages. It is captured on first use, so a callback
+// pays for it only when it asks; call it from the callback itself (or keep
+// the result), not after the callback returned.
+func (e *Event) Frames() []runtime.Frame {
+	if !e.captured {
+		e.captured = true
+		e.frames = callerStack()
+	}
+	return e.frames
+}
+
+// Caller returns the first frame outside auditguard's library packages.
+func (e *Event) Caller() runtime.Frame {
+	if fs := e.Frames(); len(fs) > 0 {
+		return fs[0]
+	}
+	return runtime.Frame{}
+}
+
+// CalledFrom reports whether function fn is on the caller's stack: fn is a
+// function value (mytool.Search, (*T).Method) or its full runtime name
+// ("example.com/tool.Search"). It is the building block of frame-based
+// allowlists in BeforeDeny.
+func (e *Event) CalledFrom(fn any) bool {
+	name := funcName(fn)
+	if name == "" {
+		return false
+	}
+	for _, f := range e.Frames() {
+		if f.Function == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Call is a running host tool call, marked with WithCall. It grants nothing
+// once it has returned.
+type Call struct {
+	Name string
+	Args any
+	done atomic.Bool
+}
+
+// Active reports whether the call is still running.
+func (c *Call) Active() bool { return c != nil && !c.done.Load() }
+
+type callKey struct{}
+
+// WithCall marks ctx as running the trusted host tool name with args, so
+// BeforeDeny and OnCall can decide by tool (fastaudit's track_call). Call
+// done when the tool returns: from then on the call is absent from events,
+// even in goroutines that outlived it.
+func WithCall(ctx context.Context, name string, args any) (context.Context, func()) {
+	c := &Call{Name: name, Args: args}
+	return context.WithValue(ctx, callKey{}, c), func() { c.done.Store(true) }
+}
+
+// CallFrom returns the active tool call ctx carries, or nil.
+func CallFrom(ctx context.Context) *Call {
+	if ctx == nil {
+		return nil
+	}
+	c, _ := ctx.Value(callKey{}).(*Call)
+	if !c.Active() {
+		return nil
+	}
+	return c
+}

@@ -1,0 +1,86 @@
+package audit
+
+import (
+	"reflect"
+	"runtime"
+	"strings"
+)
+
+// libraryPackages are the packages whose frames are never "the caller".
+// Frames from their _test.go files count as callers, so tests see themselves.
+var libraryPackages = []string{
+	"github.com/auditguard/auditguard/audit.",
+	"github.com/auditguard/auditguard/policy.",
+	"github.com/auditguard/auditguard/fsguard.",
+	"github.com/auditguard/auditguard/procguard.",
+	"github.com/auditguard/auditguard/netguard.",
+}
+
+func isLibraryFrame(f runtime.Frame) bool {
+	if strings.HasSuffix(f.File, "_test.go") {
+		return false
+	}
+	for _, p := range libraryPackages {
+		if strings.HasPrefix(f.Function, p) {
+			return true
+		}
+	}
+	return false
+}
+
+const maxFrames = 32
+
+// callerStack returns the frames outside the library, starting at the first
+// one that follows a library frame. Frames above the first library frame
+// (a host callback asking from inside the pipeline) are skipped, and so are
+// library frames further down.
+func callerStack() []runtime.Frame {
+	var pcs [64]uintptr
+	n := runtime.Callers(2, pcs[:])
+	it := runtime.CallersFrames(pcs[:n])
+	var out []runtime.Frame
+	seenLib := false
+	for {
+		f, more := it.Next()
+		switch {
+		case isLibraryFrame(f):
+			seenLib = true // library frames further down (a Walk calling back) are skipped too
+		case seenLib:
+			out = append(out, f)
+			if len(out) == maxFrames {
+				return out
+			}
+		}
+		if !more {
+			return out
+		}
+	}
+}
+
+// callerFrame returns the first frame outside the library.
+func callerFrame() runtime.Frame {
+	if fs := callerStack(); len(fs) > 0 {
+		return fs[0]
+	}
+	return runtime.Frame{}
+}
+
+func callerSite() string { return FormatFrame(callerFrame()) }
+
+// funcName returns the runtime name of a function value, or fn itself when
+// it is a string.
+func funcName(fn any) string {
+	if s, ok := fn.(string); ok {
+		return s
+	}
+	v := reflect.ValueOf(fn)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	f := runtime.FuncForPC(v.Pointer())
+	if f == nil {
+		return ""
+	}
+	// Method values are wrapped in a "-fm" closure.
+	return strings.TrimSuffix(f.Name(), "-fm")
+}

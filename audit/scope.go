@@ -1,0 +1,119 @@
+package audit
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/auditguard/auditguard/policy"
+)
+
+// Scope is one entry into a guard, carried by a context. Guarded handles
+// made from the context check every call against it; releasing it revokes
+// them all, from any goroutine.
+type Scope struct {
+	g        *Guard
+	id       uint64
+	parent   *Scope
+	restrict []*policy.Policy // narrowing policies, outermost first
+	entered  string           // "file.go:12 pkg.Func" of the Enter call
+	closed   atomic.Bool
+}
+
+type scopeKey struct{}
+
+var scopeIDs atomic.Uint64 // only touched by Enter and Restrict, never per call
+
+// From returns the scope ctx carries, or nil.
+func From(ctx context.Context) *Scope {
+	if ctx == nil {
+		return nil
+	}
+	s, _ := ctx.Value(scopeKey{}).(*Scope)
+	return s
+}
+
+// Enter opens a scope of g on ctx: the Go form of fastaudit's
+// `with audit_perms():`. Call release when the guarded work is over;
+// release is idempotent.
+//
+// Entering the same guard again nests a scope; entering a different guard
+// inside a scope (open or released) is denied, whatever the callbacks say,
+// because it could replace the policy from inside the sandbox. Use Restrict
+// to narrow instead.
+func (g *Guard) Enter(ctx context.Context) (context.Context, func(), error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	outer := From(ctx)
+	if outer != nil && outer.g != g {
+		return ctx, func() {}, outer.selfProtect(ctx, "Enter of another guard")
+	}
+	s := &Scope{g: g, id: scopeIDs.Add(1), parent: outer, entered: callerSite()}
+	if outer != nil {
+		if err := outer.Err(); err != nil {
+			return ctx, func() {}, err
+		}
+		s.restrict = outer.restrict
+	}
+	return context.WithValue(ctx, scopeKey{}, s), s.release, nil
+}
+
+// Restrict opens a nested scope on ctx whose decisions must also be allowed
+// by p: the intersection of the policies in force, never a widening. It is
+// allowed inside a scope (that is its purpose) and fails with ErrNoScope
+// outside one.
+func Restrict(ctx context.Context, p *policy.Policy) (context.Context, func(), error) {
+	outer := From(ctx)
+	if outer == nil {
+		return ctx, func() {}, noScopeError("Restrict")
+	}
+	if err := outer.Err(); err != nil {
+		return ctx, func() {}, err
+	}
+	if p == nil {
+		return ctx, func() {}, ErrNilPolicy
+	}
+	r := make([]*policy.Policy, 0, len(outer.restrict)+1)
+	r = append(append(r, outer.restrict...), p)
+	s := &Scope{g: outer.g, id: scopeIDs.Add(1), parent: outer, restrict: r, entered: callerSite()}
+	return context.WithValue(ctx, scopeKey{}, s), s.release, nil
+}
+
+func (s *Scope) release() { s.closed.Store(true) }
+
+// ID identifies the scope in events and records.
+func (s *Scope) ID() uint64 { return s.id }
+
+// Guard returns the guard the scope belongs to.
+func (s *Scope) Guard() *Guard { return s.g }
+
+// Entered says where the scope was entered ("file.go:12 pkg.Func").
+func (s *Scope) Entered() string { return s.entered }
+
+// Policies returns the policies every decision in this scope must satisfy:
+// the guard's current one, then each restriction.
+func (s *Scope) Policies() []*policy.Policy {
+	return append([]*policy.Policy{s.g.Policy()}, s.restrict...)
+}
+
+// Mode returns the guard's mode for protocol p.
+func (s *Scope) Mode(p Protocol) Mode { return s.g.Mode(p) }
+
+// Err reports whether the scope can still be used: nil, or a *DenyError
+// wrapping ErrNoScope (nil scope) or ErrScopeClosed (it, or a scope it is
+// nested in, was released).
+func (s *Scope) Err() error {
+	if s == nil {
+		return noScopeError("")
+	}
+	for x := s; x != nil; x = x.parent {
+		if x.closed.Load() {
+			return &DenyError{
+				Op: policy.OpConfig, ScopeID: s.id, ScopeEntered: x.entered,
+				Decision: policy.Deny(policy.TierSelf, ruleScopeClosed, ""),
+				Err:      ErrScopeClosed, Caller: callerFrame(),
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+module github.com/auditguard/auditguard
+
+go 1.26.5

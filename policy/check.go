@@ -1,0 +1,87 @@
+package policy
+
+// Built-in rules that decide when nothing configured does.
+var (
+	ruleReadsAllowed = &Rule{Kind: KindDefault, Pattern: "reads are allowed outside the read-deny set", Source: "builtin"}
+	ruleNoWriteRoot  = &Rule{Kind: KindDefault, Pattern: "writes need a write root", Source: "builtin",
+		Hint: "add a write root that contains the target, or rescue the call in BeforeDeny"}
+	ruleNoReadRoot = &Rule{Kind: KindDefault, Pattern: "reads need a read or write root", Source: "builtin",
+		Hint: "add a read root that contains the target, or rescue the call in BeforeDeny"}
+	ruleNoChdirRoot = &Rule{Kind: KindDefault, Pattern: "the working directory must stay inside a write root", Source: "builtin",
+		Hint: `a handle's working directory is the "." root, so it may only move inside write roots`}
+	ruleNotResolved = &Rule{Kind: KindInvalid, Pattern: "paths are checked after resolution", Source: "builtin"}
+)
+
+const detailIsRoot = "a write root itself cannot be removed or renamed"
+
+// CheckPath decides op on path, which must be the clean absolute result of
+// Resolve. cwd is the guarded handle's resolved working directory; it is the
+// "." root when the policy has one. CheckPath makes no system calls and does
+// not allocate; its cost grows with the path, not with the policy.
+func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
+	if len(path) == 0 || path[0] != '/' {
+		return Deny(TierInvalid, ruleNotResolved, "not an absolute path")
+	}
+	var m match
+	p.ix.walk(path, &m)
+
+	inDot := p.dot != nil && len(cwd) > 0 && cwd[0] == '/' && Within(path, cwd)
+	switch {
+	case op.mutates():
+		if m.writeDeny != nil {
+			return Deny(TierHard, m.writeDeny, "")
+		}
+		if (op == OpDelete || op == OpMove) && ((m.write != nil && m.writeExact) || (inDot && path == cwd)) {
+			r := m.write
+			if r == nil || (inDot && path == cwd) {
+				r = p.dot
+			}
+			return Deny(TierHard, r, detailIsRoot)
+		}
+		if m.write != nil {
+			return Allow(m.write)
+		}
+		if inDot {
+			return Allow(p.dot)
+		}
+		return Deny(TierSoft, ruleNoWriteRoot, "")
+	case op == OpChdir:
+		if m.readDeny != nil {
+			return Deny(TierHard, m.readDeny, "")
+		}
+		if m.write != nil {
+			return Allow(m.write)
+		}
+		if inDot {
+			return Allow(p.dot)
+		}
+		return Deny(TierSoft, ruleNoChdirRoot, "")
+	case op == OpRead:
+		if m.readDeny != nil {
+			return Deny(TierHard, m.readDeny, "")
+		}
+		if !p.hasReadRoots {
+			return Allow(ruleReadsAllowed)
+		}
+		switch {
+		case m.read != nil:
+			return Allow(m.read)
+		case m.write != nil:
+			return Allow(m.write)
+		case inDot:
+			return Allow(p.dot)
+		}
+		return Deny(TierSoft, ruleNoReadRoot, "")
+	}
+	return Deny(TierInvalid, ruleNotResolved, "not a filesystem operation")
+}
+
+// PathRequest asks about one resolved path; it satisfies audit.Request.
+type PathRequest struct {
+	Op   Op
+	Path string // resolved, clean, absolute
+	Cwd  string // the handle's resolved working directory ("." root)
+}
+
+// Decide implements audit.Request.
+func (r *PathRequest) Decide(p *Policy) Decision { return p.CheckPath(r.Op, r.Path, r.Cwd) }
