@@ -1,3 +1,5 @@
 module github.com/auditguard/auditguard
 
 go 1.26.5
+
+require golang.org/x/sys v0.49.0

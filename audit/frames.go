@@ -30,31 +30,49 @@ func isLibraryFrame(f runtime.Frame) bool {
 
 const maxFrames = 32
 
-// callerStack returns the frames outside the library, starting at the first
-// one that follows a library frame. Frames above the first library frame
-// (a host callback asking from inside the pipeline) are skipped, and so are
-// library frames further down.
+// pipelineEntry is the frame every guarded call passes through. When a host
+// callback asks for frames, the callback's own frames sit above it; the
+// caller is found below it.
+const pipelineEntry = "github.com/auditguard/auditguard/audit.(*Scope).Check"
+
+// callerStack returns the frames outside the library that lead to the
+// guarded call: below the pipeline entry when it is on the stack, else below
+// the first library frames. Library frames further down (a Walk calling
+// back into generated code) are skipped as well.
 func callerStack() []runtime.Frame {
 	var pcs [64]uintptr
 	n := runtime.Callers(2, pcs[:])
+	var all []runtime.Frame
 	it := runtime.CallersFrames(pcs[:n])
-	var out []runtime.Frame
-	seenLib := false
+	entry := -1
 	for {
 		f, more := it.Next()
+		if entry < 0 && f.Function == pipelineEntry {
+			entry = len(all)
+		}
+		all = append(all, f)
+		if !more {
+			break
+		}
+	}
+	start := 0
+	if entry >= 0 {
+		start = entry
+	}
+	var out []runtime.Frame
+	seenLib := false
+	for _, f := range all[start:] {
 		switch {
 		case isLibraryFrame(f):
-			seenLib = true // library frames further down (a Walk calling back) are skipped too
+			seenLib = true
 		case seenLib:
 			out = append(out, f)
 			if len(out) == maxFrames {
 				return out
 			}
 		}
-		if !more {
-			return out
-		}
 	}
+	return out
 }
 
 // callerFrame returns the first frame outside the library.

@@ -1,8 +1,8 @@
 package policy
 
 import (
-	"hash/maphash"
 	"math/bits"
+	"strings"
 )
 
 // The path index answers, in one pass over a resolved path and without
@@ -13,11 +13,13 @@ import (
 //     keyed by a hash of their components, built so that the hash of every
 //     ancestor of the path falls out of the walk for free;
 //   - name patterns (".bashrc", ".git/hooks", ".env.*", "*.pem") live in tables
-//     keyed by the case-folded hash of a window of trailing components, or of
-//     a component's prefix or suffix for the two glob forms.
+//     keyed by the hash of a window of trailing components, or of a
+//     component's prefix or suffix for the two glob forms.
 //
-// Every table hit is confirmed by comparing strings, so a hash collision can
-// never make a rule match a path it does not name.
+// Components are hashed once, case-folded (ASCII), eight bytes at a time.
+// Every table hit is confirmed by comparing strings (exactly for absolute
+// entries, case-insensitively for names), so neither a hash collision nor
+// case folding can make a rule match a path it does not name.
 
 // hashTable maps 64-bit hashes to entry indexes with open addressing.
 // Several entries may share a hash; lookups visit them all.
@@ -52,22 +54,94 @@ func (t *hashTable) insert(h uint64, v int32) {
 	t.vals[i] = v
 }
 
-// first returns the slot to start probing for h; next continues from a slot.
-// A slot is a candidate when keys[slot] == h; the probe ends at an empty slot.
-func (t *hashTable) first(h uint64) uint64 {
-	if len(t.keys) == 0 {
-		return 0
+const (
+	hashK1    = 0x9E3779B97F4A7C15
+	hashK2    = 0xC2B2AE3D27D4EB4F
+	pathSeed0 = 0x243F6A8885A308D3 // the hash of "/" (no components)
+	winSeed   = 0x13198A2E03707344
+)
+
+func mum(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// mix folds a component hash into a running hash. It is not commutative,
+// so "/a/b" and "/b/a" differ.
+func mix(acc, h uint64) uint64 { return mum(acc^h, hashK1) }
+
+// foldWord lowers the ASCII upper-case letters among eight packed bytes.
+func foldWord(x uint64) uint64 {
+	const ones = 0x0101010101010101
+	const high = ones * 0x80
+	y := x &^ high
+	ge := y + ones*(0x80-'A')   // bit 7 set where the byte is >= 'A'
+	gt := y + ones*(0x80-'Z'-1) // bit 7 set where the byte is > 'Z'
+	upper := ge &^ gt &^ x & high
+	return x | upper>>2 // 0x80>>2 == 0x20, the case bit
+}
+
+// le64 packs the first eight bytes of s, little-endian. The compiler turns
+// it into one load.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// hashRange hashes p[i:j] case-insensitively (ASCII), eight bytes at a
+// time. The tail is read as one word from p when p is long enough, with the
+// bytes past j masked off.
+func hashRange(p string, i, j int) uint64 {
+	h := uint64(j-i) * hashK2
+	for ; i+8 <= j; i += 8 {
+		h = mum(h^foldWord(le64(p[i:])), hashK1)
 	}
-	return h & t.mask
+	if i < j {
+		var w uint64
+		switch {
+		case i+8 <= len(p):
+			w = le64(p[i:])
+		case len(p) >= 8:
+			w = le64(p[len(p)-8:]) >> (8 * (i + 8 - len(p)))
+		default:
+			for k := i; k < len(p); k++ {
+				w |= uint64(p[k]) << (8 * (k - i))
+			}
+		}
+		w &= 1<<(8*(j-i)) - 1
+		h = mum(h^foldWord(w), hashK1)
+	}
+	return h
 }
 
-// mix folds a component hash into a running path hash. It is not
-// commutative, so "/a/b" and "/b/a" differ.
-func mix(acc, h uint64) uint64 {
-	return bits.RotateLeft64(acc*0x9E3779B97F4A7C15, 31) ^ h
+// hashFold hashes s case-insensitively (ASCII).
+func hashFold(s string) uint64 { return hashRange(s, 0, len(s)) }
+
+// byteSet is a set of byte values, used to skip lookups that cannot hit.
+type byteSet [4]uint64
+
+func (b *byteSet) add(c byte)      { b[c>>6] |= 1 << (c & 63) }
+func (b *byteSet) has(c byte) bool { return b[c>>6]&(1<<(c&63)) != 0 }
+func foldByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
-const pathSeed0 = 0x243F6A8885A308D3 // the hash of "/" (no components)
+// windowHash folds component hashes of a window, oldest first. A window of
+// one component hashes as the component itself.
+func windowHash(hs []uint64) uint64 {
+	if len(hs) == 1 {
+		return hs[0]
+	}
+	h := uint64(winSeed)
+	for _, c := range hs {
+		h = mix(h, c)
+	}
+	return h
+}
 
 // prefixEntry is everything configured for one absolute path.
 type prefixEntry struct {
@@ -87,20 +161,22 @@ type nameEntry struct {
 }
 
 type pathIndex struct {
-	seed maphash.Seed
-
-	prefixes     []prefixEntry
-	prefixTable  hashTable
-	names        []nameEntry
-	nameTable    hashTable // exact windows of 1..maxWindow components
-	maxWindow    int
-	globPrefix   []nameEntry // "name*"
-	globPrefixT  hashTable
-	prefixLens   [256 / 64]uint64 // bit n set: some "name*" has a literal of length n
-	globSuffix   []nameEntry      // "*name"
-	globSuffixT  hashTable
-	suffixLens   [256 / 64]uint64
-	hasGlobNames bool
+	prefixes    []prefixEntry
+	prefixTable hashTable
+	names       []nameEntry
+	nameTable   hashTable // exact windows of 1..maxWindow components
+	maxWindow   int
+	globPrefix  []nameEntry // "name*"
+	globPrefixT hashTable
+	prefixLens  []int       // distinct literal lengths of "name*", ascending
+	globSuffix  []nameEntry // "*name"
+	globSuffixT hashTable
+	suffixLens  []int
+	// Filters that skip most lookups: the folded first byte of every
+	// "name*" literal, the folded last byte of every "*name" literal, and
+	// the top byte of the hash of every multi-component pattern's first
+	// component.
+	prefixFirst, suffixLast, windowHeads byteSet
 }
 
 // match collects what one walk found.
@@ -110,10 +186,8 @@ type match struct {
 	readDeny, writeDeny *Rule
 }
 
-func (ix *pathIndex) hashComp(s string) uint64 { return maphash.String(ix.seed, s) }
-
 // pathHash returns the prefix hash of a clean absolute path.
-func (ix *pathIndex) pathHash(p string) uint64 {
+func pathHash(p string) uint64 {
 	h := uint64(pathSeed0)
 	for rest := p; ; {
 		var c string
@@ -121,17 +195,8 @@ func (ix *pathIndex) pathHash(p string) uint64 {
 		if c == "" {
 			return h
 		}
-		h = mix(h, ix.hashComp(c))
+		h = mix(h, hashFold(c))
 	}
-}
-
-// windowHash folds component hashes of a window, oldest first.
-func windowHash(hs []uint64) uint64 {
-	h := uint64(0x13198A2E03707344)
-	for _, c := range hs {
-		h = mix(h, c)
-	}
-	return h
 }
 
 const maxName = 255 // NAME_MAX: longer components cannot match a pattern
@@ -139,54 +204,37 @@ const maxName = 255 // NAME_MAX: longer components cannot match a pattern
 // walk visits every ancestor of the clean absolute path p and every window
 // of its trailing components, recording the matches in m.
 func (ix *pathIndex) walk(p string, m *match) {
-	ix.visitPrefix(pathSeed0, "/", p, m)
+	ix.visitPrefix(pathSeed0, "/", len(p) == 1, m)
 	var (
-		lowerBuf [maxName]byte
-		ring     [maxWindowLimit]uint64 // case-folded hashes of the last components
-		starts   [maxWindowLimit]int    // where each of those components starts
-		n        int                    // components seen
-		h        = uint64(pathSeed0)
+		ring   [maxWindowLimit]uint64 // hashes of the last components
+		starts [maxWindowLimit]int    // where each of those components starts
+		n      int                    // components seen
+		h      = uint64(pathSeed0)
 	)
-	i := 1
-	for i < len(p) {
-		j := i
-		upper := false
-		for j < len(p) && p[j] != '/' {
-			if c := p[j]; 'A' <= c && c <= 'Z' {
-				upper = true
-			}
-			j++
+	windows := len(ix.names) > 0
+	globs := len(ix.prefixLens)+len(ix.suffixLens) > 0
+	for i := 1; i < len(p); {
+		j := len(p)
+		if k := strings.IndexByte(p[i:], '/'); k >= 0 {
+			j = i + k
 		}
 		comp := p[i:j]
-		ch := ix.hashComp(comp)
+		ch := hashRange(p, i, j)
 		h = mix(h, ch)
-		ix.visitPrefix(h, p[:j], p, m)
-
+		ix.visitPrefix(h, p[:j], j == len(p), m)
 		if len(comp) <= maxName {
-			lch := ch
-			if upper {
-				for k := 0; k < len(comp); k++ {
-					c := comp[k]
-					if 'A' <= c && c <= 'Z' {
-						c += 'a' - 'A'
-					}
-					lowerBuf[k] = c
-				}
-				lch = maphash.Bytes(ix.seed, lowerBuf[:len(comp)])
-			}
-			slot := n % maxWindowLimit
-			ring[slot] = lch
+			slot := n & (maxWindowLimit - 1)
+			ring[slot] = ch
 			starts[slot] = i
 			n++
-			if len(ix.names) > 0 {
-				ix.visitWindows(p[:j], &ring, &starts, n, m)
-			}
-			if ix.hasGlobNames {
-				var lb []byte
-				if upper {
-					lb = lowerBuf[:len(comp)]
+			if windows {
+				ix.probeNames(&ix.nameTable, ix.names, ch, comp, m)
+				if ix.maxWindow > 1 && n > 1 {
+					ix.visitWindows(p[:j], &ring, &starts, n, m)
 				}
-				ix.visitGlobs(comp, lb, m)
+			}
+			if globs {
+				ix.visitGlobs(comp, m)
 			}
 		} else {
 			n = 0 // a component too long to match breaks every window
@@ -195,13 +243,10 @@ func (ix *pathIndex) walk(p string, m *match) {
 	}
 }
 
-func (ix *pathIndex) visitPrefix(h uint64, prefix, full string, m *match) {
+func (ix *pathIndex) visitPrefix(h uint64, prefix string, last bool, m *match) {
 	t := &ix.prefixTable
-	if len(t.keys) == 0 {
-		return
-	}
 	h = nonZero(h)
-	for s := t.first(h); t.keys[s] != 0; s = (s + 1) & t.mask {
+	for s := h & t.mask; t.keys[s] != 0; s = (s + 1) & t.mask {
 		if t.keys[s] != h {
 			continue
 		}
@@ -211,94 +256,78 @@ func (ix *pathIndex) visitPrefix(h uint64, prefix, full string, m *match) {
 		}
 		if e.write != nil {
 			m.write = e.write
-			m.writeExact = len(prefix) == len(full) || prefix == full
+			m.writeExact = last
 		}
 		if e.read != nil {
 			m.read = e.read
 		}
-		if e.readDeny != nil && m.readDeny == nil {
-			m.readDeny = e.readDeny
-		}
-		if e.writeDeny != nil && m.writeDeny == nil {
-			m.writeDeny = e.writeDeny
-		}
+		setOnce(&m.readDeny, e.readDeny)
+		setOnce(&m.writeDeny, e.writeDeny)
 	}
 }
 
-// visitWindows looks up the windows of 1..maxWindow components ending at the
+// visitWindows looks up the windows of 2..maxWindow components ending at the
 // component just seen (the end of upto).
 func (ix *pathIndex) visitWindows(upto string, ring *[maxWindowLimit]uint64, starts *[maxWindowLimit]int, n int, m *match) {
-	var hs [maxWindowLimit]uint64
-	for k := 1; k <= ix.maxWindow && k <= n; k++ {
-		// hs[0..k) are the last k components, oldest first.
-		for x := 0; x < k; x++ {
-			hs[x] = ring[(n-k+x)%maxWindowLimit]
+	const mask = maxWindowLimit - 1
+	for k := 2; k <= ix.maxWindow && k <= n; k++ {
+		if !ix.windowHeads.has(byte(ring[(n-k)&mask] >> 56)) {
+			continue
 		}
-		wh := nonZero(windowHash(hs[:k]))
-		start := starts[(n-k)%maxWindowLimit]
-		window := upto[start:]
-		t := &ix.nameTable
-		for s := t.first(wh); t.keys[s] != 0; s = (s + 1) & t.mask {
-			if t.keys[s] != wh {
-				continue
-			}
-			e := &ix.names[t.vals[s]]
-			if !equalFoldASCII(window, e.text) {
-				continue
-			}
-			if e.readDeny != nil && m.readDeny == nil {
-				m.readDeny = e.readDeny
-			}
-			if e.writeDeny != nil && m.writeDeny == nil {
-				m.writeDeny = e.writeDeny
-			}
+		wh := uint64(winSeed)
+		for x := n - k; x < n; x++ {
+			wh = mix(wh, ring[x&mask])
 		}
+		ix.probeNames(&ix.nameTable, ix.names, wh, upto[starts[(n-k)&mask]:], m)
 	}
 }
 
-func (ix *pathIndex) visitGlobs(comp string, lower []byte, m *match) {
-	for l := 1; l <= len(comp); l++ {
-		if ix.prefixLens[l/64]&(1<<(l%64)) != 0 {
-			ix.visitGlob(&ix.globPrefixT, ix.globPrefix, comp[:l], lowerSub(lower, 0, l), m)
-		}
-		if ix.suffixLens[l/64]&(1<<(l%64)) != 0 {
-			ix.visitGlob(&ix.globSuffixT, ix.globSuffix, comp[len(comp)-l:], lowerSub(lower, len(comp)-l, len(comp)), m)
-		}
-	}
-}
-
-func lowerSub(b []byte, i, j int) []byte {
-	if b == nil {
-		return nil
-	}
-	return b[i:j]
-}
-
-func (ix *pathIndex) visitGlob(t *hashTable, entries []nameEntry, part string, lower []byte, m *match) {
-	if len(t.keys) == 0 {
+func (ix *pathIndex) visitGlobs(comp string, m *match) {
+	if len(comp) == 0 {
 		return
 	}
-	var h uint64
-	if lower != nil {
-		h = maphash.Bytes(ix.seed, lower)
-	} else {
-		h = ix.hashComp(part)
+	if ix.prefixFirst.has(foldByte(comp[0])) {
+		ix.visitGlobPrefixes(comp, m)
 	}
+	if ix.suffixLast.has(foldByte(comp[len(comp)-1])) {
+		ix.visitGlobSuffixes(comp, m)
+	}
+}
+
+func (ix *pathIndex) visitGlobPrefixes(comp string, m *match) {
+	for _, l := range ix.prefixLens {
+		if l > len(comp) {
+			break
+		}
+		part := comp[:l]
+		ix.probeNames(&ix.globPrefixT, ix.globPrefix, hashFold(part), part, m)
+	}
+}
+
+func (ix *pathIndex) visitGlobSuffixes(comp string, m *match) {
+	for _, l := range ix.suffixLens {
+		if l > len(comp) {
+			break
+		}
+		part := comp[len(comp)-l:]
+		ix.probeNames(&ix.globSuffixT, ix.globSuffix, hashFold(part), part, m)
+	}
+}
+
+// probeNames records the name entries of t that hash to h and equal text,
+// ignoring ASCII case.
+func (ix *pathIndex) probeNames(t *hashTable, entries []nameEntry, h uint64, text string, m *match) {
 	h = nonZero(h)
-	for s := t.first(h); t.keys[s] != 0; s = (s + 1) & t.mask {
+	for s := h & t.mask; t.keys[s] != 0; s = (s + 1) & t.mask {
 		if t.keys[s] != h {
 			continue
 		}
 		e := &entries[t.vals[s]]
-		if !equalFoldASCII(part, e.text) {
+		if !equalFoldASCII(text, e.text) {
 			continue
 		}
-		if e.readDeny != nil && m.readDeny == nil {
-			m.readDeny = e.readDeny
-		}
-		if e.writeDeny != nil && m.writeDeny == nil {
-			m.writeDeny = e.writeDeny
-		}
+		setOnce(&m.readDeny, e.readDeny)
+		setOnce(&m.writeDeny, e.writeDeny)
 	}
 }
 

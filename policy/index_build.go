@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"strings"
 )
 
@@ -61,15 +62,16 @@ func (b *indexBuilder) addName(pat string, set func(*nameEntry)) error {
 	if len(comps) != 1 || star != 1 || len(pat) < 2 {
 		return errors.New(`"*" may only open or close a single-component pattern (".env.*", "*.pem")`)
 	}
-	b.ix.hasGlobNames = true
 	switch {
 	case strings.HasSuffix(lower, "*"):
 		lit := lower[:len(lower)-1]
-		b.ix.prefixLens[len(lit)/64] |= 1 << (len(lit) % 64)
+		b.ix.prefixLens = insertSorted(b.ix.prefixLens, len(lit))
+		b.ix.prefixFirst.add(lit[0])
 		b.file(&b.globPAt, &b.ix.globPrefix, lit, set)
 	case strings.HasPrefix(lower, "*"):
 		lit := lower[1:]
-		b.ix.suffixLens[len(lit)/64] |= 1 << (len(lit) % 64)
+		b.ix.suffixLens = insertSorted(b.ix.suffixLens, len(lit))
+		b.ix.suffixLast.add(lit[len(lit)-1])
 		b.file(&b.globSAt, &b.ix.globSuffix, lit, set)
 	default:
 		return errors.New(`"*" may only open or close a single-component pattern (".env.*", "*.pem")`)
@@ -95,22 +97,33 @@ func (b *indexBuilder) finish() {
 	ix := b.ix
 	ix.prefixTable = newHashTable(len(ix.prefixes))
 	for i, e := range ix.prefixes {
-		ix.prefixTable.insert(ix.pathHash(e.path), int32(i))
+		ix.prefixTable.insert(pathHash(e.path), int32(i))
 	}
 	ix.nameTable = newHashTable(len(ix.names))
 	for i, e := range ix.names {
 		var hs []uint64
 		for _, c := range strings.Split(e.text, "/") {
-			hs = append(hs, ix.hashComp(c))
+			hs = append(hs, hashFold(c))
+		}
+		if len(hs) > 1 {
+			ix.windowHeads.add(byte(hs[0] >> 56))
 		}
 		ix.nameTable.insert(windowHash(hs), int32(i))
 	}
 	ix.globPrefixT = newHashTable(len(ix.globPrefix))
 	for i, e := range ix.globPrefix {
-		ix.globPrefixT.insert(ix.hashComp(e.text), int32(i))
+		ix.globPrefixT.insert(hashFold(e.text), int32(i))
 	}
 	ix.globSuffixT = newHashTable(len(ix.globSuffix))
 	for i, e := range ix.globSuffix {
-		ix.globSuffixT.insert(ix.hashComp(e.text), int32(i))
+		ix.globSuffixT.insert(hashFold(e.text), int32(i))
 	}
+}
+
+func insertSorted(s []int, v int) []int {
+	i, found := slices.BinarySearch(s, v)
+	if found {
+		return s
+	}
+	return slices.Insert(s, i, v)
 }

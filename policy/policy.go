@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,7 +123,6 @@ func (b *Builder) add(k RuleKind, v, src string) {
 // of roots that exist, keeping both spellings) and indexes the result.
 func (b *Builder) Build() (*Policy, error) {
 	p := &Policy{}
-	p.ix.seed = maphash.MakeSeed()
 	var errs []error
 	ib := indexBuilder{ix: &p.ix}
 
