@@ -161,6 +161,7 @@ type nameEntry struct {
 }
 
 type pathIndex struct {
+	prefixDepth int // components of the deepest absolute entry
 	prefixes    []prefixEntry
 	prefixTable hashTable
 	names       []nameEntry
@@ -208,7 +209,8 @@ func (ix *pathIndex) walk(p string, m *match) {
 	var (
 		ring   [maxWindowLimit]uint64 // hashes of the last components
 		starts [maxWindowLimit]int    // where each of those components starts
-		n      int                    // components seen
+		n      int                    // components seen, for windows
+		depth  int                    // components seen
 		h      = uint64(pathSeed0)
 	)
 	windows := len(ix.names) > 0
@@ -220,8 +222,10 @@ func (ix *pathIndex) walk(p string, m *match) {
 		}
 		comp := p[i:j]
 		ch := hashRange(p, i, j)
-		h = mix(h, ch)
-		ix.visitPrefix(h, p[:j], j == len(p), m)
+		if depth++; depth <= ix.prefixDepth {
+			h = mix(h, ch)
+			ix.visitPrefix(h, p[:j], j == len(p), m)
+		}
 		if len(comp) <= maxName {
 			slot := n & (maxWindowLimit - 1)
 			ring[slot] = ch

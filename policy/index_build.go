@@ -97,6 +97,7 @@ func (b *indexBuilder) finish() {
 	ix := b.ix
 	ix.prefixTable = newHashTable(len(ix.prefixes))
 	for i, e := range ix.prefixes {
+		ix.prefixDepth = max(ix.prefixDepth, strings.Count(strings.TrimSuffix(e.path, "/"), "/"))
 		ix.prefixTable.insert(pathHash(e.path), int32(i))
 	}
 	ix.nameTable = newHashTable(len(ix.names))
