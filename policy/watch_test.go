@@ -327,7 +327,7 @@ func TestWatchIgnoresOtherFiles(t *testing.T) {
 	writeAtomic(t, path, fsPolicy(dir+"/sub"))
 	h.wait(WatchLoaded, nil)
 	ev := <-h.events
-	if ev.Kind != WatchReloaded || !allows(dir + "/sub")(ev) {
+	if ev.Kind != WatchReloaded || !allows(dir+"/sub")(ev) {
 		t.Fatalf("first event after load: %v %v", ev.Kind, ev.Err)
 	}
 	if n := tg.swaps.Load(); n != 2 {
