@@ -2,6 +2,7 @@ package policy
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -80,7 +81,7 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 			}
 			for _, p := range paths {
 				if !withinAny(p, opPol.writeRoots) {
-					d.fail(e.at, e.key, quote(e.value)+" is outside the operator layer's write roots ("+
+					d.fail(e.at, e.key, quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's write roots ("+
 						ruleList(opPol, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
 					break
 				}
@@ -98,7 +99,7 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 			}
 			for _, p := range paths {
 				if !withinAny(p, opPol.readRoots) && !withinAny(p, opPol.writeRoots) {
-					d.fail(e.at, e.key, quote(e.value)+" is outside the operator layer's read and write roots ("+
+					d.fail(e.at, e.key, quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's read and write roots ("+
 						ruleList(opPol, KindReadRoot, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
 					break
 				}
@@ -141,6 +142,14 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 		entries = append(entries, l...)
 	}
 	return buildFile(c, []*fileSpec{op, ws}, entries, op.replaceProtected, exec, net, modes)
+}
+
+// resolvesTo explains a spelling that differs from what was written.
+func resolvesTo(written, p string) string {
+	if filepath.Clean(written) == p {
+		return ""
+	}
+	return " (it resolves to " + quote(p) + ")"
 }
 
 func withinAny(p string, roots []string) bool {
