@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // lineOf returns the 1-based line of the first line of file containing s.
@@ -211,4 +213,55 @@ func TestParseMode(t *testing.T) {
 	if _, err := ParseMode(""); err == nil {
 		t.Error(`ParseMode("") succeeded`)
 	}
+}
+
+// FuzzParse: no input makes the loader panic, and whatever loads is a
+// usable policy whose every rule has a source.
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("testdata/example.toml"); err == nil {
+		f.Add(b)
+	}
+	for _, s := range []string{
+		"[fs]\nwrite_roots = [\"/w\", \".\"]\n", "fs.protected = [\"a\"]\n", "fs = { read_deny = [\"~/x\"] }\n",
+		"[[fs]]\n", "[fs.a.b]\n", "a.b.c = 1\n[a]\n", "[modes]\nfs = \"off\"\n", "x = [[1], {a = 1}]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	home := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("f.toml", data, WithHome(home))
+		if err != nil {
+			return
+		}
+		for _, r := range file.Policy.Rules() {
+			if r.Source == "" {
+				t.Fatalf("rule %v has no source", r)
+			}
+		}
+		file.Policy.CheckPath(OpWrite, "/w/x", "/w")
+	})
+}
+
+func BenchmarkParseExample(b *testing.B) {
+	data, err := os.ReadFile("testdata/example.toml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	home := b.TempDir()
+	b.Run("toml.Unmarshal", func(b *testing.B) {
+		// The floor: decoding the same document into a map, unchecked.
+		for b.Loop() {
+			var m map[string]any
+			if err := toml.Unmarshal(data, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Parse", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Parse("example.toml", data, WithHome(home)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -196,6 +196,7 @@ func Watch(path string, target Swapper, opts ...WatchOption) (*Watcher, error) {
 			if err = w.apply(f); err == nil {
 				w.last = data
 				w.current.Store(f)
+				w.warnWritable(f)
 				w.cfg.logger.Info("auditguard: policy loaded", "files", w.paths)
 				w.emit(WatchEvent{Kind: WatchLoaded, File: f})
 			}
@@ -317,6 +318,7 @@ func (w *Watcher) reload() {
 		return
 	}
 	w.current.Store(f)
+	w.warnWritable(f)
 	w.cfg.logger.Info("auditguard: policy reloaded", "files", w.paths)
 	w.emit(WatchEvent{Kind: WatchReloaded, File: f})
 }
@@ -340,6 +342,24 @@ func (w *Watcher) apply(f *File) error {
 		}
 	}
 	return nil
+}
+
+// warnWritable logs a warning for each watched file the loaded policy lets
+// guarded code write: an agent could then rewrite its own policy (a
+// workspace layer can only narrow, so only the operator file matters most,
+// but both are checked). The "." root is not counted: it depends on each
+// handle's working directory.
+func (w *Watcher) warnWritable(f *File) {
+	for name := range w.names {
+		real, err := Resolve(OSFS{}, name, "/", true)
+		if err != nil {
+			continue
+		}
+		if d := f.Policy.CheckPath(OpWrite, real, ""); d.Allowed {
+			w.cfg.logger.Warn("auditguard: the policy lets guarded code write its own policy file; protect it or move it out of the write roots",
+				"file", name, "rule", d.Rule.String())
+		}
+	}
 }
 
 func (w *Watcher) fail(kind WatchEventKind, err error) {
