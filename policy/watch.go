@@ -87,9 +87,13 @@ type watchConfig struct {
 // reloaded: editors and tools write a file in several steps.
 const DefaultDebounce = 100 * time.Millisecond
 
+// maxDebounceWait bounds, in debounce periods, how long a stream of
+// changes can postpone a reload.
+const maxDebounceWait = 10
+
 // WithDebounce sets how long the file must stay quiet before a reload.
 func WithDebounce(d time.Duration) WatchOption {
-	return func(c *watchConfig) { c.debounce = d }
+	return func(c *watchConfig) { c.debounce = max(d, 0) }
 }
 
 // WithOnError is called, from the watcher's goroutine, with every error: a
@@ -232,6 +236,9 @@ func (w *Watcher) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	// A file written without pause still reloads: the quiet period is not
+	// waited for longer than maxDebounceWait after the first change.
+	var pendingSince time.Time
 	for {
 		select {
 		case <-w.done:
@@ -240,7 +247,15 @@ func (w *Watcher) run() {
 			if !ok {
 				return
 			}
-			if w.relevant(ev) {
+			if !w.relevant(ev) {
+				continue
+			}
+			now := time.Now()
+			switch {
+			case pendingSince.IsZero():
+				pendingSince = now
+				timer.Reset(w.cfg.debounce)
+			case now.Sub(pendingSince) < maxDebounceWait*w.cfg.debounce:
 				timer.Reset(w.cfg.debounce)
 			}
 		case err, ok := <-w.fsw.Errors:
@@ -249,6 +264,7 @@ func (w *Watcher) run() {
 			}
 			w.fail(WatchFailed, fmt.Errorf("policy: watching %s: %w", strings.Join(w.paths, ", "), err))
 		case <-timer.C:
+			pendingSince = time.Time{}
 			w.reload()
 		}
 	}

@@ -452,3 +452,113 @@ func TestWatchStress(t *testing.T) {
 	t.Logf("%d decisions through %d reloads (%d swaps)", decisions.Load(), reloads, tg.swaps.Load())
 	waitGoroutines(t, before)
 }
+
+// TestWatchKubernetesSwap follows a volume updated the way Kubernetes
+// updates ConfigMap mounts: policy.toml is a link through "..data", and an
+// update swaps "..data" to a new directory in one rename.
+func TestWatchKubernetesSwap(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	version := func(name, root string) {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeInPlace(t, filepath.Join(dir, name, "policy.toml"), fsPolicy(root))
+		if err := os.Symlink(name, filepath.Join(dir, "..data_tmp")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..v1", a)
+	path := filepath.Join(dir, "policy.toml")
+	if err := os.Symlink("..data/policy.toml", path); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	var tg fakeTarget
+	w, err := Watch(path, &tg, h.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	version("..v2", b)
+	h.wait(WatchReloaded, allows(b))
+}
+
+func TestWatchWarnsWritablePolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.toml")
+	writeInPlace(t, path, fsPolicy(dir))
+	var buf syncBuffer
+	var tg fakeTarget
+	w, err := Watch(path, &tg, WithWatchLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if !strings.Contains(buf.String(), "write its own policy file") {
+		t.Fatalf("no warning logged:\n%s", buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestWatchStreamOfWrites: a file rewritten faster than the debounce, without
+// pause, is still reloaded (the quiet period is waited for at most
+// maxDebounceWait debounce periods).
+func TestWatchStreamOfWrites(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.toml")
+	writeInPlace(t, path, fsPolicy(dir+"/r0"))
+	h := newHarness(t)
+	var tg fakeTarget
+	opts := append(h.opts(), WithDebounce(40*time.Millisecond))
+	w, err := Watch(path, &tg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Not writeAtomic: t.Fatal must stay on the test's goroutine.
+			tmp := path + ".stream~"
+			if err := os.WriteFile(tmp, []byte(fsPolicy(fmt.Sprintf("%s/r%d", dir, i))), 0o600); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(2 * time.Millisecond) // a writer that never pauses for 40ms
+		}
+	}()
+	h.wait(WatchReloaded, nil)
+	close(stop)
+	<-done
+}
