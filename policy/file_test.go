@@ -257,6 +257,24 @@ func BenchmarkParseExample(b *testing.B) {
 			}
 		}
 	})
+	b.Run("decode", func(b *testing.B) {
+		// The file layer alone: TOML, the positioned tree, the schema.
+		for b.Loop() {
+			if _, errs := decodeFile("example.toml", data); len(errs) > 0 {
+				b.Fatal(errs[0])
+			}
+		}
+	})
+	b.Run("New", func(b *testing.B) {
+		// The same rules built in code: what a file adds is Parse - New.
+		spec := Spec{Home: home, WriteRoots: []string{"/srv/agent/work", "~/.cache/agent", "."},
+			ReadDeny: []string{"~/.ssh", "~/.aws", ".env", "*.pem"}, Protected: []string{"secrets", "Makefile"}}
+		for b.Loop() {
+			if _, err := New(spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("Parse", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := Parse("example.toml", data, WithHome(home)); err != nil {

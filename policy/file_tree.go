@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,6 +109,11 @@ func parseTree(data []byte) (*tval, error) {
 		return nil, &syntaxError{msg: strings.TrimPrefix(err.Error(), "toml: ")}
 	}
 	tb := treeBuilder{}
+	for i, c := range data {
+		if c == '\n' {
+			tb.lines = append(tb.lines, i+1)
+		}
+	}
 	tb.p.Reset(data)
 	root := newTable(pos{1, 1})
 	cur := root
@@ -131,15 +137,23 @@ func parseTree(data []byte) (*tval, error) {
 }
 
 type treeBuilder struct {
-	p unstable.Parser
+	p     unstable.Parser
+	lines []int // byte offsets where lines 2, 3, ... start
 }
 
+// at returns where n starts, from its byte range, or fallback when the
+// parser gives it no range.
 func (tb *treeBuilder) at(n *unstable.Node, fallback pos) pos {
 	if n == nil || n.Raw.Length == 0 {
 		return fallback
 	}
-	s := tb.p.Shape(n.Raw)
-	return pos{s.Start.Line, s.Start.Column}
+	off := int(n.Raw.Offset)
+	line, _ := slices.BinarySearch(tb.lines, off+1) // lines starting at or before off
+	start := 0
+	if line > 0 {
+		start = tb.lines[line-1]
+	}
+	return pos{line + 1, off - start + 1}
 }
 
 // descend returns the table named by key under t, creating implicit tables.

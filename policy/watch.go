@@ -103,8 +103,9 @@ func WithOnError(fn func(error)) WatchOption {
 	return func(c *watchConfig) { c.onError = fn }
 }
 
-// WithOnEvent is called, from the watcher's goroutine, with every event. It
-// must not block for long and must not call Close.
+// WithOnEvent is called with every event: from the watcher's goroutine, but
+// for the first (WatchLoaded) from the goroutine calling Watch. It must not
+// block for long and must not call Close.
 func WithOnEvent(fn func(WatchEvent)) WatchOption {
 	return func(c *watchConfig) { c.onEvent = fn }
 }
