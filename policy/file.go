@@ -135,11 +135,11 @@ type fileSpec struct {
 	name string
 
 	writeRoots, readRoots, readDeny, protected []fileEntry
-	has                                        map[string]pos // fs keys present, for layering
+	has                                        map[string]filePos // fs keys present, for layering
 
 	replaceProtected bool
 	modes            Modes
-	modeAt           [3]pos // fs, exec, net
+	modeAt           [3]filePos // fs, exec, net
 	exec             ExecSpec
 	net              NetSpec
 }
@@ -149,7 +149,7 @@ type fileEntry struct {
 	kind  RuleKind
 	value string
 	file  string
-	at    pos
+	at    filePos
 	key   string // "fs.write_roots"
 }
 
@@ -184,13 +184,13 @@ type fileDecoder struct {
 	errs []*FileError
 }
 
-func (d *fileDecoder) fail(at pos, key, msg string) *FileError {
+func (d *fileDecoder) fail(at filePos, key, msg string) *FileError {
 	e := &FileError{File: d.name, Line: at.line, Col: at.col, Key: key, Msg: msg}
 	d.errs = append(d.errs, e)
 	return e
 }
 
-func join(path, key string) string {
+func joinKey(path, key string) string {
 	if path == "" {
 		return key
 	}
@@ -200,8 +200,8 @@ func join(path, key string) string {
 // unknown reports a key that table path does not accept, with the closest
 // known key of that table, or the table where a key of that name belongs.
 func (d *fileDecoder) unknown(path string, f *tfield, known []string) {
-	e := d.fail(f.pos, join(path, f.key), "unknown key")
-	if s := suggest(f.key, known); s != "" {
+	e := d.fail(f.pos, joinKey(path, f.key), "unknown key")
+	if s := closestName(f.key, known); s != "" {
 		e.Suggest = s
 		return
 	}
@@ -209,8 +209,8 @@ func (d *fileDecoder) unknown(path string, f *tfield, known []string) {
 		if table == path {
 			continue
 		}
-		if s := suggest(f.key, fileSchema[table]); s != "" {
-			e.Suggest = join(table, s)
+		if s := closestName(f.key, fileSchema[table]); s != "" {
+			e.Suggest = joinKey(table, s)
 			e.Msg = "unknown key here; it belongs in [" + table + "]"
 			return
 		}
@@ -269,15 +269,15 @@ func decodeFile(name string, data []byte) (*fileSpec, []*FileError) {
 	d := &fileDecoder{name: name}
 	root, err := parseTree(data)
 	if err != nil {
-		var se *syntaxError
+		var se *tomlSyntaxError
 		if errors.As(err, &se) {
 			d.fail(se.at, se.key, se.msg)
 		} else {
-			d.fail(pos{}, "", err.Error())
+			d.fail(filePos{}, "", err.Error())
 		}
 		return nil, d.errs
 	}
-	spec := &fileSpec{name: name, has: map[string]pos{}}
+	spec := &fileSpec{name: name, has: map[string]filePos{}}
 	for _, f := range root.fields {
 		switch f.key {
 		case "fs":
@@ -347,7 +347,7 @@ func (d *fileDecoder) decodeModes(t *tval, spec *fileSpec) {
 		m, err := ParseMode(s)
 		if err != nil {
 			e := d.fail(f.val.pos, path, err.Error())
-			e.Suggest = suggest(s, fileModeNames[1:])
+			e.Suggest = closestName(s, fileModeNames[1:])
 			continue
 		}
 		*dst = m
@@ -377,7 +377,7 @@ func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace boo
 	p, err := b.Build()
 	if err != nil {
 		var probs []*FileError
-		for _, one := range splitErrors(err) {
+		for _, one := range flattenErrors(err) {
 			var ee *EntryError
 			if errors.As(one, &ee) {
 				if e, ok := where[key{ee.Field, ee.Value, ee.Source}]; ok {
@@ -397,11 +397,11 @@ func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace boo
 	return f, nil
 }
 
-func splitErrors(err error) []error {
+func flattenErrors(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []error
 		for _, e := range j.Unwrap() {
-			out = append(out, splitErrors(e)...)
+			out = append(out, flattenErrors(e)...)
 		}
 		return out
 	}

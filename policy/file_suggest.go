@@ -2,14 +2,14 @@ package policy
 
 import "strings"
 
-// suggest returns the candidate closest to word, or "" when none is close
+// closestName returns the candidate closest to word, or "" when none is close
 // enough to be a likely typo. Case is ignored, and so are '-' versus '_'
 // ("write-roots" finds "write_roots"). Ties go to the earlier candidate.
-func suggest(word string, candidates []string) string {
+func closestName(word string, candidates []string) string {
 	w := normalizeKey(word)
 	best, bestD := "", -1
 	for _, c := range candidates {
-		d := editDistance(w, normalizeKey(c))
+		d := osaDistance(w, normalizeKey(c))
 		if d > maxTypos(len(w), len(c)) {
 			continue
 		}
@@ -34,10 +34,10 @@ func normalizeKey(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
 }
 
-// editDistance is the optimal-string-alignment distance between a and b:
+// osaDistance is the optimal-string-alignment distance between a and b:
 // insertions, deletions, substitutions and swaps of two adjacent bytes each
 // cost one.
-func editDistance(a, b string) int {
+func osaDistance(a, b string) int {
 	if a == b {
 		return 0
 	}

@@ -25,8 +25,8 @@ import (
 // and reports syntax errors with their position; only a valid document is
 // walked to build the tree.
 
-// pos is a 1-based line and column in a policy file.
-type pos struct{ line, col int }
+// filePos is a 1-based line and column in a policy file.
+type filePos struct{ line, col int }
 
 // tkind is the TOML type of a tree value.
 type tkind uint8
@@ -54,8 +54,8 @@ func (k tkind) String() string {
 // tval is one value of the tree.
 type tval struct {
 	kind tkind
-	pos  pos    // where the value is written (its key or header for tables)
-	str  string // string value; raw text of floats and date-times
+	pos  filePos // where the value is written (its key or header for tables)
+	str  string  // string value; raw text of floats and date-times
 	b    bool
 	i    int64
 
@@ -69,15 +69,15 @@ type tval struct {
 // tfield is one key of a table with its value.
 type tfield struct {
 	key string
-	pos pos // where the key is written
+	pos filePos // where the key is written
 	val *tval
 }
 
-func newTable(at pos) *tval { return &tval{kind: tTable, pos: at, byKey: map[string]*tfield{}} }
+func newTable(at filePos) *tval { return &tval{kind: tTable, pos: at, byKey: map[string]*tfield{}} }
 
 func (t *tval) field(key string) *tfield { return t.byKey[key] }
 
-func (t *tval) add(key string, at pos, v *tval) (*tfield, error) {
+func (t *tval) add(key string, at filePos, v *tval) (*tfield, error) {
 	if _, dup := t.byKey[key]; dup {
 		return nil, fmt.Errorf("key %q is defined twice", key)
 	}
@@ -87,14 +87,14 @@ func (t *tval) add(key string, at pos, v *tval) (*tfield, error) {
 	return f, nil
 }
 
-// syntaxError is a TOML error that is not about the policy schema.
-type syntaxError struct {
-	at  pos
+// tomlSyntaxError is a TOML error that is not about the policy schema.
+type tomlSyntaxError struct {
+	at  filePos
 	key string
 	msg string
 }
 
-func (e *syntaxError) Error() string { return e.msg }
+func (e *tomlSyntaxError) Error() string { return e.msg }
 
 // parseTree validates data as TOML and returns its positioned tree.
 func parseTree(data []byte) (*tval, error) {
@@ -103,10 +103,10 @@ func parseTree(data []byte) (*tval, error) {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			line, col := de.Position()
-			return nil, &syntaxError{at: pos{line, col}, key: strings.Join(de.Key(), "."),
+			return nil, &tomlSyntaxError{at: filePos{line, col}, key: strings.Join(de.Key(), "."),
 				msg: strings.TrimPrefix(de.Error(), "toml: ")}
 		}
-		return nil, &syntaxError{msg: strings.TrimPrefix(err.Error(), "toml: ")}
+		return nil, &tomlSyntaxError{msg: strings.TrimPrefix(err.Error(), "toml: ")}
 	}
 	tb := treeBuilder{}
 	for i, c := range data {
@@ -115,7 +115,7 @@ func parseTree(data []byte) (*tval, error) {
 		}
 	}
 	tb.p.Reset(data)
-	root := newTable(pos{1, 1})
+	root := newTable(filePos{1, 1})
 	cur := root
 	for tb.p.NextExpression() {
 		e := tb.p.Expression()
@@ -131,7 +131,7 @@ func parseTree(data []byte) (*tval, error) {
 		}
 	}
 	if err := tb.p.Error(); err != nil {
-		return nil, &syntaxError{msg: err.Error()}
+		return nil, &tomlSyntaxError{msg: err.Error()}
 	}
 	return root, nil
 }
@@ -143,7 +143,7 @@ type treeBuilder struct {
 
 // at returns where n starts, from its byte range, or fallback when the
 // parser gives it no range.
-func (tb *treeBuilder) at(n *unstable.Node, fallback pos) pos {
+func (tb *treeBuilder) at(n *unstable.Node, fallback filePos) filePos {
 	if n == nil || n.Raw.Length == 0 {
 		return fallback
 	}
@@ -153,17 +153,17 @@ func (tb *treeBuilder) at(n *unstable.Node, fallback pos) pos {
 	if line > 0 {
 		start = tb.lines[line-1]
 	}
-	return pos{line + 1, off - start + 1}
+	return filePos{line + 1, off - start + 1}
 }
 
 // descend returns the table named by key under t, creating implicit tables.
 // Inside an array of tables it continues in the last element.
-func (tb *treeBuilder) descend(t *tval, key string, at pos) (*tval, error) {
+func (tb *treeBuilder) descend(t *tval, key string, at filePos) (*tval, error) {
 	f := t.field(key)
 	if f == nil {
 		nt := newTable(at)
 		if _, err := t.add(key, at, nt); err != nil {
-			return nil, &syntaxError{at: at, key: key, msg: err.Error()}
+			return nil, &tomlSyntaxError{at: at, key: key, msg: err.Error()}
 		}
 		return nt, nil
 	}
@@ -173,7 +173,7 @@ func (tb *treeBuilder) descend(t *tval, key string, at pos) (*tval, error) {
 	case f.val.kind == tArray && f.val.tableArray && len(f.val.elems) > 0:
 		return f.val.elems[len(f.val.elems)-1], nil
 	}
-	return nil, &syntaxError{at: at, key: key, msg: fmt.Sprintf("key %q is %s, not a table", key, f.val.kind)}
+	return nil, &tomlSyntaxError{at: at, key: key, msg: fmt.Sprintf("key %q is %s, not a table", key, f.val.kind)}
 }
 
 func (tb *treeBuilder) header(root *tval, e *unstable.Node) (*tval, error) {
@@ -183,7 +183,7 @@ func (tb *treeBuilder) header(root *tval, e *unstable.Node) (*tval, error) {
 	}
 	t := root
 	for i, k := range parts {
-		at := tb.at(k, pos{})
+		at := tb.at(k, filePos{})
 		name := string(k.Data)
 		if i < len(parts)-1 || e.Kind == unstable.Table {
 			nt, err := tb.descend(t, name, at)
@@ -202,11 +202,11 @@ func (tb *treeBuilder) header(root *tval, e *unstable.Node) (*tval, error) {
 			arr := &tval{kind: tArray, pos: at, tableArray: true}
 			var err error
 			if f, err = t.add(name, at, arr); err != nil {
-				return nil, &syntaxError{at: at, key: name, msg: err.Error()}
+				return nil, &tomlSyntaxError{at: at, key: name, msg: err.Error()}
 			}
 		}
 		if f.val.kind != tArray || !f.val.tableArray {
-			return nil, &syntaxError{at: at, key: name, msg: fmt.Sprintf("key %q is %s, not an array of tables", name, f.val.kind)}
+			return nil, &tomlSyntaxError{at: at, key: name, msg: fmt.Sprintf("key %q is %s, not an array of tables", name, f.val.kind)}
 		}
 		nt := newTable(at)
 		f.val.elems = append(f.val.elems, nt)
@@ -222,23 +222,23 @@ func (tb *treeBuilder) keyValue(t *tval, e *unstable.Node) error {
 	}
 	for _, k := range parts[:len(parts)-1] {
 		var err error
-		if t, err = tb.descend(t, string(k.Data), tb.at(k, pos{})); err != nil {
+		if t, err = tb.descend(t, string(k.Data), tb.at(k, filePos{})); err != nil {
 			return err
 		}
 	}
 	last := parts[len(parts)-1]
-	at := tb.at(last, pos{})
+	at := tb.at(last, filePos{})
 	v, err := tb.value(e.Value(), at)
 	if err != nil {
 		return err
 	}
 	if _, err := t.add(string(last.Data), at, v); err != nil {
-		return &syntaxError{at: at, key: string(last.Data), msg: err.Error()}
+		return &tomlSyntaxError{at: at, key: string(last.Data), msg: err.Error()}
 	}
 	return nil
 }
 
-func (tb *treeBuilder) value(n *unstable.Node, fallback pos) (*tval, error) {
+func (tb *treeBuilder) value(n *unstable.Node, fallback filePos) (*tval, error) {
 	at := tb.at(n, fallback)
 	v := &tval{pos: at}
 	switch n.Kind {
@@ -250,7 +250,7 @@ func (tb *treeBuilder) value(n *unstable.Node, fallback pos) (*tval, error) {
 		v.kind, v.str = tInt, string(n.Data)
 		i, err := strconv.ParseInt(string(n.Data), 0, 64)
 		if err != nil {
-			return nil, &syntaxError{at: at, msg: "integer out of range: " + string(n.Data)}
+			return nil, &tomlSyntaxError{at: at, msg: "integer out of range: " + string(n.Data)}
 		}
 		v.i = i
 	case unstable.Float:
@@ -283,7 +283,7 @@ func (tb *treeBuilder) value(n *unstable.Node, fallback pos) (*tval, error) {
 			}
 		}
 	default:
-		return nil, &syntaxError{at: at, msg: "unsupported TOML value " + n.Kind.String()}
+		return nil, &tomlSyntaxError{at: at, msg: "unsupported TOML value " + n.Kind.String()}
 	}
 	return v, nil
 }

@@ -80,9 +80,9 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 				continue // reported when the layer was built alone
 			}
 			for _, p := range paths {
-				if !withinAny(p, opPol.writeRoots) {
+				if !withinAnyRoot(p, opPol.writeRoots) {
 					d.fail(e.at, e.key, quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's write roots ("+
-						ruleList(opPol, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
+						layerRuleList(opPol, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
 					break
 				}
 			}
@@ -98,9 +98,9 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 				continue
 			}
 			for _, p := range paths {
-				if !withinAny(p, opPol.readRoots) && !withinAny(p, opPol.writeRoots) {
+				if !withinAnyRoot(p, opPol.readRoots) && !withinAnyRoot(p, opPol.writeRoots) {
 					d.fail(e.at, e.key, quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's read and write roots ("+
-						ruleList(opPol, KindReadRoot, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
+						layerRuleList(opPol, KindReadRoot, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
 					break
 				}
 			}
@@ -152,7 +152,7 @@ func resolvesTo(written, p string) string {
 	return " (it resolves to " + quote(p) + ")"
 }
 
-func withinAny(p string, roots []string) bool {
+func withinAnyRoot(p string, roots []string) bool {
 	for _, r := range roots {
 		if Within(p, r) {
 			return true
@@ -161,8 +161,8 @@ func withinAny(p string, roots []string) bool {
 	return false
 }
 
-// ruleList renders the rules of the given kinds with their sources.
-func ruleList(p *Policy, kinds ...RuleKind) string {
+// layerRuleList renders the rules of the given kinds with their sources.
+func layerRuleList(p *Policy, kinds ...RuleKind) string {
 	var parts []string
 	for _, r := range p.rules {
 		for _, k := range kinds {

@@ -132,7 +132,8 @@ func WithWorkspace(path string) WatchOption {
 type Watcher struct {
 	cfg    watchConfig
 	target Swapper
-	paths  []string // operator first
+	paths  []string // as given, for sources and messages; operator first
+	abs    []string // the same, absolute, for reading: a later Chdir does not move them
 	fsw    *fsnotify.Watcher
 	names  map[string]bool // absolute paths of the watched files
 
@@ -182,6 +183,7 @@ func Watch(path string, target Swapper, opts ...WatchOption) (*Watcher, error) {
 			return nil, err
 		}
 		w.names[abs] = true
+		w.abs = append(w.abs, abs)
 		dir := filepath.Dir(abs)
 		if dirs[dir] {
 			continue
@@ -282,8 +284,8 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 }
 
 func (w *Watcher) read() ([][]byte, error) {
-	out := make([][]byte, len(w.paths))
-	for i, p := range w.paths {
+	out := make([][]byte, len(w.abs))
+	for i, p := range w.abs {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
