@@ -2,4 +2,8 @@ module github.com/auditguard/auditguard
 
 go 1.26.5
 
-require golang.org/x/sys v0.49.0
+require (
+	github.com/fsnotify/fsnotify v1.10.1
+	github.com/pelletier/go-toml/v2 v2.4.3
+	golang.org/x/sys v0.49.0
+)
