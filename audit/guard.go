@@ -97,8 +97,9 @@ type Guard struct {
 	logAllows  bool
 	rescueHard bool
 
-	trustedSites sync.Map // call-site PC -> struct{}
+	trustedSites sync.Map // call site (file, line) -> struct{}
 	trustedN     atomic.Int32
+	baseModes    [numProtocols]Mode // as given to New; what an unset file mode returns to
 }
 
 // state is one immutable snapshot of what decides.
@@ -180,6 +181,7 @@ func New(p *policy.Policy, opts ...Option) (*Guard, error) {
 	if g.logger == nil {
 		g.logger = slog.Default()
 	}
+	g.baseModes = st.modes
 	g.state.Store(st)
 	return g, nil
 }

@@ -210,3 +210,56 @@ func TestWatchGuardStress(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestWatchGuardModes: a file's [modes] reach the guard together with its
+// policy, and a mode removed from the file returns to the one given to New.
+func TestWatchGuardModes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.toml")
+	writeDoc(t, path, "[fs]\nwrite_roots = [\""+dir+"/w\"]\n[modes]\nfs = \"warn\"\nnet = \"off\"\n")
+	pol, err := policy.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := audit.New(pol, audit.WithLogger(quiet()), audit.WithMode(audit.Net, audit.Warn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan policy.WatchEvent, 64)
+	w, err := policy.Watch(path, g, policy.WithDebounce(10*time.Millisecond), policy.WithWatchLogger(quiet()),
+		policy.WithOnEvent(func(ev policy.WatchEvent) { events <- ev }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wait := func(kind policy.WatchEventKind) {
+		t.Helper()
+		for {
+			select {
+			case ev := <-events:
+				if ev.Kind == kind {
+					return
+				}
+				if ev.Kind == policy.WatchRejected || ev.Kind == policy.WatchFailed {
+					t.Fatalf("watch: %v", ev.Err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no %v event", kind)
+			}
+		}
+	}
+	wait(policy.WatchLoaded)
+	if g.Mode(audit.FS) != audit.Warn || g.Mode(audit.Net) != audit.Off || g.Mode(audit.Exec) != audit.Enforce {
+		t.Fatalf("modes after load: fs=%v net=%v exec=%v", g.Mode(audit.FS), g.Mode(audit.Net), g.Mode(audit.Exec))
+	}
+	writeDoc(t, path, "[fs]\nwrite_roots = [\""+dir+"/w\"]\n")
+	wait(policy.WatchReloaded)
+	if g.Mode(audit.FS) != audit.Enforce || g.Mode(audit.Net) != audit.Warn {
+		t.Fatalf("modes after removing [modes]: fs=%v net=%v, want enforce and the Warn given to New", g.Mode(audit.FS), g.Mode(audit.Net))
+	}
+	ctx, release, _ := g.Enter(context.Background())
+	defer release()
+	if err := g.SetModes(ctx, policy.Modes{FS: policy.ModeOff}); !errors.Is(err, audit.ErrSelfProtection) {
+		t.Fatalf("SetModes inside a scope: %v", err)
+	}
+}

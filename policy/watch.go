@@ -35,6 +35,13 @@ type ModeSwapper interface {
 	SetModes(ctx context.Context, m Modes) error
 }
 
+// PolicyModesSwapper is implemented by targets that can take a policy and
+// its modes in one atomic step (*audit.Guard does). The watcher prefers it
+// over SetPolicy followed by SetModes.
+type PolicyModesSwapper interface {
+	SetPolicyAndModes(ctx context.Context, p *Policy, m Modes) error
+}
+
 // WatchEventKind says what happened to a watched policy file.
 type WatchEventKind uint8
 
@@ -351,6 +358,12 @@ func (w *Watcher) apply(f *File) error {
 		if !ok {
 			return fmt.Errorf("policy: %s sets [modes] but the watch target (%T) cannot take modes (it does not implement policy.ModeSwapper); set the modes in code and remove [modes]", strings.Join(w.paths, ", "), w.target)
 		}
+	}
+	if both, ok := w.target.(PolicyModesSwapper); ok {
+		if err := both.SetPolicyAndModes(ctx, f.Policy, f.Modes); err != nil {
+			return fmt.Errorf("policy: swapping in %s: %w", strings.Join(w.paths, ", "), err)
+		}
+		return nil
 	}
 	if err := w.target.SetPolicy(ctx, f.Policy); err != nil {
 		return fmt.Errorf("policy: swapping in %s: %w", strings.Join(w.paths, ", "), err)
