@@ -131,8 +131,8 @@ func init() {
 }
 
 func specialRule(s *SpecialRange) *Rule {
-	hint := "special-purpose addresses are unlocked only by an address rule inside the range, e.g. CIDR " +
-		quote(s.Prefix.Addr().String()) + "; host-name rules and catch-alls never unlock them"
+	hint := "add a CIDR rule for the exact address, or for a block inside " + s.Prefix.String() +
+		" (host-name rules and catch-alls such as 0.0.0.0/0 never unlock special-purpose addresses); or opt in with audit.WithRescueHard and rescue it in BeforeDeny"
 	return &Rule{Kind: KindNet, Pattern: "special-purpose " + s.Prefix.String() + " " + s.Name, Source: "builtin: " + s.Source, Hint: hint}
 }
 
