@@ -65,7 +65,9 @@ func (lc *ListenConfig) guarded(ctx context.Context, g grant) net.ListenConfig {
 	base := lc.Base
 	var next func(context.Context, string, string, syscall.RawConn) error
 	if f := base.Control; f != nil {
-		next = func(_ context.Context, network, address string, c syscall.RawConn) error { return f(network, address, c) }
+		next = func(_ context.Context, network, address string, c syscall.RawConn) error {
+			return f(network, address, c)
+		}
 	}
 	check := control(policy.OpListen, g, next)
 	base.Control = func(network, address string, c syscall.RawConn) error { return check(ctx, network, address, c) }
