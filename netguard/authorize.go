@@ -24,8 +24,12 @@ type grant struct {
 // authorize runs the one pipeline pass for op on network/address: scope,
 // canonicalisation, lookup, then audit.Check with one Event and one
 // NetRequest judging the name and every resolved address.
-func authorize(ctx context.Context, op policy.Op, network, address string, res Resolver) (grant, error) {
-	ev := &audit.Event{Protocol: audit.Net, Op: op, Target: address, Detail: network}
+// detail, when not empty, replaces the network in Event.Detail.
+func authorize(ctx context.Context, op policy.Op, network, address string, res Resolver, detail string) (grant, error) {
+	if detail == "" {
+		detail = network
+	}
+	ev := &audit.Event{Protocol: audit.Net, Op: op, Target: address, Detail: detail}
 	s := audit.From(ctx)
 	if err := s.Err(); err != nil {
 		return grant{}, audit.Check(ctx, ev, nil) // fills the event into the scope error

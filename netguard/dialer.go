@@ -36,7 +36,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	g, err := authorize(ctx, policy.OpConnect, network, address, d.Resolver)
+	g, err := authorize(ctx, policy.OpConnect, network, address, d.Resolver, "")
 	if err != nil {
 		return nil, err
 	}
@@ -151,3 +151,10 @@ func decideOnly(ctx context.Context, op policy.Op, network, address string, res 
 	}
 	return first
 }
+
+// The dialer has net.Dialer's dialing methods, so its DialContext fits
+// http.Transport.DialContext, grpc.WithContextDialer and driver options.
+var _ interface {
+	Dial(network, address string) (net.Conn, error)
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+} = (*Dialer)(nil)

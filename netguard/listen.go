@@ -26,7 +26,7 @@ type ListenConfig struct {
 
 // Listen announces on address in the scope ctx carries.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
-	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver)
+	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver, "")
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 // ListenPacket announces a packet socket (udp) on address in the scope ctx
 // carries.
 func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
-	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver)
+	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver, "")
 	if err != nil {
 		return nil, err
 	}
@@ -78,3 +78,9 @@ func (lc *ListenConfig) guarded(ctx context.Context, g grant) net.ListenConfig {
 func Listen(ctx context.Context, network, address string) (net.Listener, error) {
 	return (&ListenConfig{}).Listen(ctx, network, address)
 }
+
+// ListenConfig has net.ListenConfig's methods.
+var _ interface {
+	Listen(ctx context.Context, network, address string) (net.Listener, error)
+	ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error)
+} = (*ListenConfig)(nil)
