@@ -50,9 +50,10 @@ func authorize(ctx context.Context, op policy.Op, network, address string, res R
 	if kind := network; strings.HasPrefix(kind, "unix") {
 		p, err := policy.Resolve(policy.OSFS{}, address, "/", true)
 		if err != nil {
-			// The path cannot be resolved safely: judge the raw path
-			// (the policy denies what it cannot place).
-			p = address
+			// The path cannot be resolved safely (a symlink loop, a
+			// permission error): fail closed. An empty path decides
+			// TierInvalid.
+			p = ""
 		}
 		req.Host = p
 		ev.Resolved = p

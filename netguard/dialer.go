@@ -129,9 +129,11 @@ func decideOnly(ctx context.Context, op policy.Op, network, address string, res 
 	req, perr := policy.ParseNetRequest(op, network, address)
 	if perr == nil {
 		if req.Network == "unix" || req.Network == "unixgram" || req.Network == "unixpacket" {
-			if p, err := policy.Resolve(policy.OSFS{}, address, "/", true); err == nil {
-				req.Host = p
+			p, err := policy.Resolve(policy.OSFS{}, address, "/", true)
+			if err != nil {
+				p = "" // fail closed, as DialContext does
 			}
+			req.Host = p
 		} else if !req.IP.IsValid() {
 			addrs, err := resolverOr(res).LookupNetIP(ctx, ipNetwork(network), req.Host)
 			if err == nil {

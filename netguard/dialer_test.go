@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -418,6 +419,19 @@ func TestDialUnix(t *testing.T) {
 	conn.Close()
 	if _, err := (&Dialer{}).DialContext(ctx, "unix", real+"/other.sock"); !errors.Is(err, fs.ErrPermission) {
 		t.Fatalf("other socket: %v", err)
+	}
+	// A symlink loop cannot be resolved: fail closed.
+	if err := os.Symlink(real+"/loop.sock", real+"/loop.sock"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Dialer{}).DialContext(ctx, "unix", real+"/loop.sock"); denyTier(t, err) != policy.TierInvalid {
+		t.Fatalf("symlink loop: %v", err)
+	}
+	if d := Check(ctx, "unix", real+"/loop.sock"); d.Tier != policy.TierInvalid {
+		t.Fatalf("Check symlink loop: %+v", d)
+	}
+	if d := Check(ctx, "unix", sock); !d.Allowed {
+		t.Fatalf("Check socket: %+v", d)
 	}
 	if _, err := (&Dialer{}).DialContext(ctx, "unix", "relative.sock"); denyTier(t, err) != policy.TierInvalid {
 		t.Fatalf("relative socket: %v", err)
