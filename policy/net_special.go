@@ -1,6 +1,9 @@
 package policy
 
-import "net/netip"
+import (
+	"encoding/binary"
+	"net/netip"
+)
 
 // SpecialRange is one special-purpose address block. Connections to it are
 // denied (TierHard) unless an allowing address rule lies inside it (see
@@ -156,28 +159,114 @@ type specialMatch struct {
 	detail string
 }
 
+// The tables compiled to masks, in the same order, so that a lookup is a
+// few integer compares per entry.
+type match4 struct {
+	base, mask uint32
+	r          *SpecialRange
+}
+
+type match6 struct {
+	hi, lo, mhi, mlo uint64
+	r                *SpecialRange
+	e                *embedding
+}
+
+var (
+	meta4, spec4        []match4
+	meta6, emb6, spec6  []match6
+	global6hi, global6m uint64
+)
+
+func compile4(t []SpecialRange, dst *[]match4) {
+	for i := range t {
+		if !t[i].Prefix.Addr().Is4() {
+			continue
+		}
+		b := t[i].Prefix.Addr().As4()
+		m := ^uint32(0)
+		if bits := t[i].Prefix.Bits(); bits < 32 {
+			m = ^(^uint32(0) >> bits)
+		}
+		*dst = append(*dst, match4{base: binary.BigEndian.Uint32(b[:]), mask: m, r: &t[i]})
+	}
+}
+
+func mask6(p netip.Prefix) (hi, lo, mhi, mlo uint64) {
+	b := p.Addr().As16()
+	hi, lo = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	bits := p.Bits()
+	switch {
+	case bits == 0:
+	case bits < 64:
+		mhi = ^(^uint64(0) >> bits)
+	case bits == 64:
+		mhi = ^uint64(0)
+	default:
+		mhi, mlo = ^uint64(0), ^(^uint64(0) >> (bits - 64))
+	}
+	return hi, lo, mhi, mlo
+}
+
+func compile6(t []SpecialRange, dst *[]match6) {
+	for i := range t {
+		if t[i].Prefix.Addr().Is4() {
+			continue
+		}
+		hi, lo, mhi, mlo := mask6(t[i].Prefix)
+		*dst = append(*dst, match6{hi: hi, lo: lo, mhi: mhi, mlo: mlo, r: &t[i]})
+	}
+}
+
+func init() {
+	compile4(cloudMetadata, &meta4)
+	compile6(cloudMetadata, &meta6)
+	compile4(special4, &spec4)
+	compile6(special6, &spec6)
+	for i := range embeddings {
+		hi, lo, mhi, mlo := mask6(embeddings[i].Prefix)
+		emb6 = append(emb6, match6{hi: hi, lo: lo, mhi: mhi, mlo: mlo, e: &embeddings[i]})
+	}
+	global6hi, _, global6m, _ = mask6(global6)
+}
+
+func find4(t []match4, v uint32) *SpecialRange {
+	for i := range t {
+		if v&t[i].mask == t[i].base {
+			return t[i].r
+		}
+	}
+	return nil
+}
+
+func (m *match6) contains(hi, lo uint64) bool { return hi&m.mhi == m.hi && lo&m.mlo == m.lo }
+
 // special finds the special-purpose range that a (unmapped, unzoned)
 // address falls in, if any. It does not allocate.
 func special(a netip.Addr) (specialMatch, bool) {
-	for i := range cloudMetadata {
-		if cloudMetadata[i].Prefix.Contains(a) {
-			return specialMatch{r: &cloudMetadata[i], within: cloudMetadata[i].Prefix}, true
-		}
-	}
 	if a.Is4() {
-		for i := range special4 {
-			if special4[i].Prefix.Contains(a) {
-				return specialMatch{r: &special4[i], within: special4[i].Prefix}, true
-			}
+		b := a.As4()
+		v := binary.BigEndian.Uint32(b[:])
+		if r := find4(meta4, v); r != nil {
+			return specialMatch{r: r, within: r.Prefix}, true
+		}
+		if r := find4(spec4, v); r != nil {
+			return specialMatch{r: r, within: r.Prefix}, true
 		}
 		return specialMatch{}, false
 	}
-	for i := range embeddings {
-		e := &embeddings[i]
-		if !e.Prefix.Contains(a) {
+	b := a.As16()
+	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	for i := range meta6 {
+		if meta6[i].contains(hi, lo) {
+			return specialMatch{r: meta6[i].r, within: meta6[i].r.Prefix}, true
+		}
+	}
+	for i := range emb6 {
+		if !emb6[i].contains(hi, lo) {
 			continue
 		}
-		b := a.As16()
+		e := emb6[i].e
 		var v4s [2][4]byte
 		n := 1
 		switch e.Kind {
@@ -212,12 +301,12 @@ func special(a netip.Addr) (specialMatch, bool) {
 			return specialMatch{}, false
 		}
 	}
-	for i := range special6 {
-		if special6[i].Prefix.Contains(a) {
-			return specialMatch{r: &special6[i], within: special6[i].Prefix}, true
+	for i := range spec6 {
+		if spec6[i].contains(hi, lo) {
+			return specialMatch{r: spec6[i].r, within: spec6[i].r.Prefix}, true
 		}
 	}
-	if !global6.Contains(a) {
+	if hi&global6m != global6hi {
 		return specialMatch{r: &notGlobal6, within: notGlobal6.Prefix}, true
 	}
 	return specialMatch{}, false

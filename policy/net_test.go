@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"testing"
@@ -329,4 +331,72 @@ func BenchmarkCheckNet(b *testing.B) {
 			p.CheckNet(OpConnect, "tcp", "127.0.0.1", 80, nil)
 		}
 	})
+}
+
+// TestCompiledSpecialTables checks the compiled masks against
+// netip.Prefix.Contains on each block's edges and on random addresses.
+func TestCompiledSpecialTables(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var probes4, probes6 []netip.Addr
+	for _, s := range SpecialRanges() {
+		p := s.Prefix
+		first := p.Addr()
+		last := lastAddr(p)
+		for _, a := range []netip.Addr{first, first.Prev(), last, last.Next()} {
+			if a.IsValid() {
+				if a.Is4() {
+					probes4 = append(probes4, a)
+				} else {
+					probes6 = append(probes6, a)
+				}
+			}
+		}
+	}
+	for range 2000 {
+		var b4 [4]byte
+		var b16 [16]byte
+		binary.BigEndian.PutUint32(b4[:], rnd.Uint32())
+		binary.BigEndian.PutUint64(b16[:8], rnd.Uint64())
+		binary.BigEndian.PutUint64(b16[8:], rnd.Uint64())
+		probes4 = append(probes4, netip.AddrFrom4(b4))
+		probes6 = append(probes6, netip.AddrFrom16(b16))
+	}
+	for _, tab := range [][]match4{meta4, spec4} {
+		for _, m := range tab {
+			for _, a := range probes4 {
+				b := a.As4()
+				if got := binary.BigEndian.Uint32(b[:])&m.mask == m.base; got != m.r.Prefix.Contains(a) {
+					t.Fatalf("%v contains %v: compiled %v", m.r.Prefix, a, got)
+				}
+			}
+		}
+	}
+	for _, tab := range [][]match6{meta6, spec6, emb6} {
+		for _, m := range tab {
+			p := global6
+			if m.r != nil {
+				p = m.r.Prefix
+			} else {
+				p = m.e.Prefix
+			}
+			for _, a := range probes6 {
+				b := a.As16()
+				if got := m.contains(binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])); got != p.Contains(a) {
+					t.Fatalf("%v contains %v: compiled %v", p, a, got)
+				}
+			}
+		}
+	}
+	if len(meta4)+len(meta6) != len(cloudMetadata) || len(spec4) != len(special4) || len(spec6) != len(special6) {
+		t.Fatal("a table entry was not compiled")
+	}
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
