@@ -66,7 +66,7 @@ func authorize(ctx context.Context, op policy.Op, network, address string, res R
 
 	if req.IP.IsValid() {
 		g.addrs = req.Addrs
-		ev.Resolved = req.IP.String()
+		ev.Resolved = req.Host // the canonical literal
 	} else {
 		addrs, lerr := resolverOr(res).LookupNetIP(ctx, ipNetwork(network), req.Host)
 		addrs = filterFamily(network, addrs)

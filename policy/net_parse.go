@@ -83,6 +83,9 @@ func CanonicalHost(host string) (canon string, ip netip.Addr, err error) {
 		return "", netip.Addr{}, &NetInputError{Input: host, Reason: r}
 	}
 	if a, ok := parseIP(host); ok {
+		if a.Is4() {
+			return host, a, nil // already canonical
+		}
 		a = a.Unmap()
 		return a.String(), a, nil
 	}
@@ -101,11 +104,10 @@ func hostReason(host string) string {
 	if strings.IndexByte(host, '%') >= 0 {
 		return reasonZone
 	}
-	if a, ok := parseIP(host); ok {
-		if a.Is4() && a.String() != host {
-			// netip accepts only the dotted quad; this is defensive.
-			return reasonNumericIPv4
-		}
+	if _, ok := parseIP(host); ok {
+		// netip accepts IPv4 only as the canonical dotted quad (no
+		// leading zeros, no short or numeric forms): FuzzCanonicalHost
+		// holds it to that.
 		return ""
 	}
 	if strings.IndexByte(host, ':') >= 0 {
