@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
@@ -435,5 +436,40 @@ func TestDialUnix(t *testing.T) {
 	}
 	if _, err := (&Dialer{}).DialContext(ctx, "unix", "relative.sock"); denyTier(t, err) != policy.TierInvalid {
 		t.Fatalf("relative socket: %v", err)
+	}
+}
+
+// TestDialUDP: udp needs a udp rule; an allowed datagram reaches a real
+// loopback socket.
+func TestDialUDP(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer pc.Close()
+	_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
+	addr := "127.0.0.1:" + port
+
+	ctx, _ := enter(t, []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{port}}})
+	if _, err := (&Dialer{}).DialContext(ctx, "udp", addr); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("udp with a tcp rule: %v", err)
+	}
+	ctx, _ = enter(t, []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{port}, Network: "udp"}})
+	conn, err := (&Dialer{}).DialContext(ctx, "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	pc.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounded, not a sleep
+	n, _, err := pc.ReadFrom(buf)
+	if err != nil || string(buf[:n]) != "ping" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+	if _, err := (&Dialer{}).DialContext(ctx, "tcp", addr); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("tcp with a udp rule: %v", err)
 	}
 }
