@@ -20,7 +20,6 @@ const (
 	reasonBadAddr       = "resolved address is invalid or zoned"
 	reasonUnixPath      = "unix socket paths must be clean absolute paths (no abstract sockets)"
 	reasonNotNetOp      = "not a network operation"
-	reasonUnspecified   = "the unspecified address reaches the local system"
 	reasonNonCanonicalQ = "host is not in canonical form"
 )
 
