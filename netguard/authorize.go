@@ -47,7 +47,7 @@ func authorize(ctx context.Context, op policy.Op, network, address string, res R
 	}
 	g := grant{port: req.Port, network: network}
 
-	if kind := network; strings.HasPrefix(kind, "unix") {
+	if strings.HasPrefix(network, "unix") {
 		p, err := policy.Resolve(policy.OSFS{}, address, "/", true)
 		if err != nil {
 			// The path cannot be resolved safely (a symlink loop, a
@@ -92,7 +92,8 @@ func authorize(ctx context.Context, op policy.Op, network, address string, res R
 }
 
 // filterFamily unmaps the addresses and keeps those the network can reach,
-// in a new slice (the resolver's answer is not modified). Zoned and invalid addresses stay: the policy rejects them.
+// in a new slice (the resolver's answer is not modified). Zoned and invalid
+// addresses stay: the policy rejects them.
 func filterFamily(network string, addrs []netip.Addr) []netip.Addr {
 	v4 := strings.HasSuffix(network, "4")
 	v6 := strings.HasSuffix(network, "6")
