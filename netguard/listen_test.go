@@ -1,0 +1,93 @@
+package netguard
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"testing"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/policy"
+)
+
+func TestListen(t *testing.T) {
+	res := newFakeResolver().set("localhost", []string{"127.0.0.1", "::1"})
+	ctx, _ := enter(t, []policy.NetRule{
+		{CIDR: "127.0.0.1", Listen: true},
+		{CIDR: "127.0.0.1", Network: "udp", Listen: true, Ports: []string{"0"}},
+		{CIDR: "127.0.0.1"}, // so the test can connect back
+	})
+	lc := &ListenConfig{Resolver: res}
+	for _, tc := range []struct {
+		network, address string
+		tier             policy.Tier // TierNone: allowed
+	}{
+		{"tcp", "127.0.0.1:0", policy.TierNone},
+		{"tcp", "localhost:0", policy.TierHard}, // ::1 is not unlocked
+		{"tcp4", "localhost:0", policy.TierNone},
+		{"tcp", ":0", policy.TierInvalid},
+		{"tcp", "0.0.0.0:0", policy.TierHard},
+		{"tcp", "[::]:0", policy.TierHard},
+		{"tcp", "[::1]:0", policy.TierHard},
+		{"tcp", "127.0.0.2:0", policy.TierHard},
+		{"tcp", "0177.0.0.1:0", policy.TierInvalid},
+	} {
+		ln, err := lc.Listen(ctx, tc.network, tc.address)
+		if tc.tier == policy.TierNone {
+			if err != nil {
+				t.Errorf("Listen(%s, %s): %v", tc.network, tc.address, err)
+				continue
+			}
+			conn, err := (&Dialer{}).DialContext(ctx, "tcp", ln.Addr().String())
+			if err != nil {
+				t.Errorf("dial back to %v: %v", ln.Addr(), err)
+			} else {
+				conn.Close()
+			}
+			ln.Close()
+			continue
+		}
+		if err == nil {
+			ln.Close()
+			t.Errorf("Listen(%s, %s) allowed", tc.network, tc.address)
+			continue
+		}
+		if !errors.Is(err, fs.ErrPermission) || denyTier(t, err) != tc.tier {
+			t.Errorf("Listen(%s, %s): %v, want tier %v", tc.network, tc.address, err, tc.tier)
+		}
+	}
+
+	pc, err := lc.ListenPacket(ctx, "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Close()
+	if _, err := lc.ListenPacket(ctx, "udp", "127.0.0.1:5353"); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("udp port without rule: %v", err)
+	}
+	// A connect rule does not allow binding.
+	ctx2, _ := enter(t, []policy.NetRule{{CIDR: "127.0.0.1"}})
+	if _, err := Listen(ctx2, "tcp", "127.0.0.1:0"); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("connect rule allowed a bind: %v", err)
+	}
+	if _, err := Listen(context.Background(), "tcp", "127.0.0.1:0"); !errors.Is(err, audit.ErrNoScope) {
+		t.Fatalf("no scope: %v", err)
+	}
+}
+
+func TestListenSecondLine(t *testing.T) {
+	// The bind hook refuses an address the pipeline did not approve.
+	lc := &ListenConfig{}
+	g := grant{addrs: parseAddrs("127.0.0.1"), port: 0}
+	base := lc.guarded(context.Background(), g)
+	if _, err := base.Listen(context.Background(), "tcp", "127.0.0.2:0"); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("unapproved bind: %v", err)
+	}
+	ln, err := base.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	var _ net.Listener = ln
+}
