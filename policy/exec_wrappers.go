@@ -40,7 +40,7 @@ var wrappers = map[string]*wrapper{
 		refuse: set("-a", "--arg-file", "-I", "-i", "--replace"), defaultCmd: "echo", open: true},
 	"sudo": {valued: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir",
 		"-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"),
-		refuse: set("-i", "--login", "-s", "--shell", "-e", "--edit", "-l", "--list", "-v", "--validate", "-D", "--chdir"),
+		refuse:     set("-i", "--login", "-s", "--shell", "-e", "--edit", "-l", "--list", "-v", "--validate", "-D", "--chdir"),
 		privileged: true},
 	"doas": {valued: set("-u", "-C"), refuse: set("-s", "-C"), privileged: true},
 }

@@ -53,7 +53,7 @@ type Cmd struct {
 	waited  bool
 	waitErr error
 
-	outW, errW *capWriter
+	outW, errW                      *capWriter
 	closeAfterStart, closeAfterWait []io.Closer
 
 	sup *supervisor
