@@ -1,0 +1,102 @@
+package procguard_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/landlock"
+)
+
+func needLandlock(t *testing.T) int {
+	t.Helper()
+	abi, err := landlock.ABI()
+	if err != nil {
+		t.Skipf("Landlock unavailable: %v", err)
+	}
+	return abi
+}
+
+// TestLandlockConfinesChildNotHost: an allowed shell (judged as itself, so
+// the in-process plan does not see the target) cannot write outside the
+// write roots because the kernel refuses, while the host keeps writing
+// there from many goroutines afterwards.
+func TestLandlockConfinesChildNotHost(t *testing.T) {
+	abi := needLandlock(t)
+	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	outside := t.TempDir()
+	target := filepath.Join(outside, "f")
+
+	c := procguard.CommandContext(e.ctx, "sh", "-c", `echo x > "$1"`, "sh", target)
+	c.Dir = e.dir
+	out, err := c.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the child wrote outside the write roots: %q", out)
+	}
+	if !strings.Contains(string(out), "Permission denied") {
+		t.Fatalf("not a kernel denial: %v %q", err, out)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s exists: %v", target, err)
+	}
+	if got := c.Confinement.Landlock; got.ABI != abi || len(got.Rules) == 0 {
+		t.Fatalf("confinement %+v", got)
+	}
+	rec := e.rec.Records()
+	if len(rec) == 0 || !strings.Contains(rec[len(rec)-1].Detail, "landlock=abi "+strconv.Itoa(abi)) {
+		t.Fatalf("event detail does not say what is enforced: %+v", rec)
+	}
+
+	// Inside the write root the same child may write.
+	c = procguard.CommandContext(e.ctx, "sh", "-c", `echo x > "$1"`, "sh", filepath.Join(e.dir, "ok"))
+	c.Dir = e.dir
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("inside write root: %v %q", err, out)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- os.WriteFile(filepath.Join(outside, "host-"+strconv.Itoa(i)), []byte("host"), 0o644)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("the host was restricted: %v", err)
+		}
+	}
+}
+
+func TestLandlockOffAndRequired(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true"), NoLandlock: true})
+	c := procguard.CommandContext(e.ctx, "true")
+	c.Dir = e.dir
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Confinement.Landlock.ABI != 0 || !strings.Contains(c.Confinement.LandlockNote, "disabled") {
+		t.Fatalf("%+v", c.Confinement)
+	}
+	if _, err := policy.New(policy.Spec{Exec: policy.ExecSpec{NoLandlock: true, RequireLandlock: true}}); err == nil {
+		t.Fatal("contradictory switches accepted")
+	}
+	if _, err := landlock.ABI(); err == nil {
+		e := setup(t, policy.ExecSpec{Rules: allow("true"), RequireLandlock: true})
+		c := procguard.CommandContext(e.ctx, "true")
+		c.Dir = e.dir
+		if err := c.Run(); err != nil || c.Confinement.Landlock.ABI == 0 {
+			t.Fatalf("required Landlock: %v %+v", err, c.Confinement)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package procguard_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard"
+)
+
+// The scripts use $! and subshells, so they are judged as the shell itself:
+// the policy allows sh outright.
+var leftovers = []struct {
+	name   string
+	script string
+}{
+	{"background", `sleep 100 & echo $!; sleep 100`},
+	{"nohup", `nohup sleep 100 >/dev/null 2>&1 & echo $!; sleep 100`},
+	{"double fork", `(sleep 100 & echo $!) ; sleep 100`},
+	{"setsid", `setsid sleep 100 & echo $!; sleep 100`},
+}
+
+// TestKillLeavesNoSurvivors: a timeout, a cancelled context and a leader
+// that exits on its own all leave zero live processes in the group, and the
+// setsid escapee (its own group) dies with the cgroup.
+func TestKillLeavesNoSurvivors(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	for _, how := range []string{"timeout", "cancel", "leader exits"} {
+		for _, lo := range leftovers {
+			t.Run(how+"/"+lo.name, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(e.ctx)
+				defer cancel()
+				script := lo.script
+				if how == "leader exits" {
+					script = strings.TrimSuffix(script, "; sleep 100") + "; read x"
+				} else {
+					script = strings.Replace(script, "; sleep 100", "; read x; sleep 100", 1)
+				}
+				c := procguard.CommandContext(ctx, "sh", "-c", script)
+				c.Dir = e.dir
+				if how == "timeout" {
+					c.Timeout = 100 * time.Millisecond
+				}
+				in, err := c.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := c.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				line, err := bufio.NewReader(out).ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				child, err := strconv.Atoi(strings.TrimSpace(line))
+				if err != nil {
+					t.Fatalf("pid line %q", line)
+				}
+				if !alive(child) {
+					t.Fatalf("background child %d not running", child)
+				}
+				if _, cpg, _ := procStat(child); lo.name == "setsid" && cpg == c.Confinement.ProcessGroup {
+					t.Fatalf("setsid child %d did not leave the group", child)
+				}
+				switch how {
+				case "cancel":
+					cancel()
+				case "leader exits":
+					in.Write([]byte("\n"))
+				}
+				err = c.Wait()
+				var ke *procguard.KilledError
+				switch how {
+				case "timeout":
+					if !errors.As(err, &ke) || !errors.Is(err, procguard.ErrTimeout) {
+						t.Fatalf("err %v", err)
+					}
+				case "cancel":
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("err %v", err)
+					}
+				default:
+					if err != nil {
+						t.Fatalf("err %v", err)
+					}
+				}
+				pg := c.Confinement.ProcessGroup
+				if pg == 0 {
+					t.Fatal("no process group recorded")
+				}
+				if m := groupMembers(t, pg); len(m) > 0 {
+					t.Fatalf("survivors in group %d: %v", pg, m)
+				}
+				if c.Confinement.Cgroup == "" {
+					if lo.name == "setsid" {
+						t.Skipf("no cgroup v2 (%s): setsid escapees are not caught", c.Confinement.CgroupNote)
+					}
+				} else {
+					if alive(child) {
+						t.Fatalf("child %d survived", child)
+					}
+					if _, err := os.Stat(c.Confinement.Cgroup); err == nil {
+						t.Fatalf("cgroup %s left behind", c.Confinement.Cgroup)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	const limit = 1 << 20
+	e := setup(t, policy.ExecSpec{Rules: allow("head"), OutputLimit: limit})
+	c := procguard.CommandContext(e.ctx, "head", "-c", strconv.Itoa(100<<20), "/dev/zero")
+	c.Dir = e.dir
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != limit || !c.StdoutTruncated() || c.StderrTruncated() {
+		t.Fatalf("len %d truncated %v", len(out), c.StdoutTruncated())
+	}
+	if !c.ProcessState.Success() {
+		t.Fatalf("the producer did not finish: %v", c.ProcessState)
+	}
+}
+
+func TestRlimits(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("sh"), Limits: policy.ExecLimits{OpenFiles: 64, CPUSeconds: 30, FileSize: 1 << 20}})
+	c := procguard.CommandContext(e.ctx, "sh", "-c", "read x; ulimit -n; ulimit -t; ulimit -f")
+	c.Dir = e.dir
+	in, _ := c.StdinPipe()
+	var b strings.Builder
+	c.Stdout = &b
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The limits are applied before Start returns; the script reads them after.
+	in.Write([]byte("\n"))
+	in.Close()
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != "64\n30\n2048\n" {
+		t.Fatalf("limits %q (applied %v)", got, c.Confinement.Rlimits)
+	}
+	if len(c.Confinement.Rlimits) != 3 {
+		t.Fatalf("recorded %v", c.Confinement.Rlimits)
+	}
+}
