@@ -61,19 +61,40 @@ type prepared struct {
 // resolver implements policy.ExecResolver with the policy's PATH and the
 // command's working directory.
 type resolver struct {
-	path []string
-	dir  string
+	path  []string
+	dir   string
+	cache map[string]resolved
 }
 
-func (r resolver) Program(name string) (string, error) {
-	found, err := policy.LookPath(name, r.path)
-	if err != nil {
-		return "", err
+type resolved struct {
+	found, real string
+	err         error
+}
+
+// lookup finds name in the policy's PATH and resolves its symbolic links,
+// once per name and prepare.
+func (r *resolver) lookup(name string) resolved {
+	if v, ok := r.cache[name]; ok {
+		return v
 	}
-	return filepath.EvalSymlinks(found)
+	var v resolved
+	v.found, v.err = policy.LookPath(name, r.path)
+	if v.err == nil {
+		v.real, v.err = filepath.EvalSymlinks(v.found)
+	}
+	if r.cache == nil {
+		r.cache = map[string]resolved{}
+	}
+	r.cache[name] = v
+	return v
 }
 
-func (r resolver) Path(name string) (string, error) {
+func (r *resolver) Program(name string) (string, error) {
+	v := r.lookup(name)
+	return v.real, v.err
+}
+
+func (r *resolver) Path(name string) (string, error) {
 	if name == "/dev/null" || name == "/dev/stdout" || name == "/dev/stderr" || name == "/dev/zero" {
 		return name, nil
 	}
@@ -129,12 +150,9 @@ func (c *Cmd) prepare() *prepared {
 	} else {
 		dir = rd
 	}
-	r := resolver{path: pr.pol.ExecPath(), dir: dir}
-	if found, err := policy.LookPath(name, r.path); err == nil {
-		pr.path = found
-		if real, err := filepath.EvalSymlinks(found); err == nil {
-			pr.program = real
-		}
+	r := &resolver{path: pr.pol.ExecPath(), dir: dir}
+	if v := r.lookup(name); v.err == nil {
+		pr.path, pr.program = v.found, v.real
 	}
 	pr.req = policy.ExecRequest{Plan: policy.PlanExec(r, name, c.Args), Dir: dir, Cwd: cwd, Invalid: strings.Join(invalid, "; ")}
 	ev.Program = pr.program
