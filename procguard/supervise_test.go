@@ -69,8 +69,19 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 				if !alive(child) {
 					t.Fatalf("background child %d not running", child)
 				}
-				if _, cpg, _ := procStat(child); lo.name == "setsid" && cpg == c.Confinement.ProcessGroup {
-					t.Fatalf("setsid child %d did not leave the group", child)
+				if lo.name == "setsid" {
+					// Wait (bounded) until setsid has moved the child out of the group.
+					deadline := time.Now().Add(5 * time.Second)
+					for {
+						_, cpg, _ := procStat(child)
+						if cpg != c.Confinement.ProcessGroup {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("setsid child %d did not leave the group", child)
+						}
+						time.Sleep(time.Millisecond)
+					}
 				}
 				switch how {
 				case "cancel":
