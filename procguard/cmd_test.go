@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -309,5 +310,89 @@ func TestPipes(t *testing.T) {
 	in.Close()
 	if err := c.Wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestHomeOutsideWriteRoot(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true"), Home: t.TempDir()})
+	c := procguard.CommandContext(e.ctx, "true")
+	c.Dir = e.dir
+	if err := c.Run(); err == nil || !strings.Contains(err.Error(), "not inside a write root") || c.Process != nil {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestWarnModeRunsAndRecords(t *testing.T) {
+	e := setup(t, policy.ExecSpec{}, audit.WithMode(audit.Exec, audit.Warn))
+	c := procguard.CommandContext(e.ctx, "echo", "hi")
+	c.Dir = e.dir
+	out, err := c.Output()
+	if err != nil || string(out) != "hi\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+	recs := e.rec.Records()
+	if len(recs) != 1 || recs[0].Outcome != audit.Warned {
+		t.Fatalf("records %+v", recs)
+	}
+	// Invalid input is denied even in Warn mode.
+	c = procguard.CommandContext(e.ctx, "./echo")
+	c.Dir = e.dir
+	if err := c.Run(); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("invalid in warn mode: %v", err)
+	}
+}
+
+func TestRestrictNarrows(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("echo", "true")})
+	narrow, err := policy.New(policy.Spec{WriteRoots: []string{e.dir}, Exec: policy.ExecSpec{Rules: allow("true")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := audit.Restrict(e.ctx, narrow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	c := procguard.CommandContext(ctx, "echo", "x")
+	c.Dir = e.dir
+	if err := c.Run(); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("restricted scope ran echo: %v", err)
+	}
+	c = procguard.CommandContext(ctx, "true")
+	c.Dir = e.dir
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConcurrentCommands(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("echo")})
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			c := procguard.CommandContext(e.ctx, "echo", strconv.Itoa(i))
+			c.Dir = e.dir
+			out, err := c.Output()
+			if err == nil && string(out) != strconv.Itoa(i)+"\n" {
+				err = errors.New("wrong output " + string(out))
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReleasedScopeRevokes(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true")})
+	ctx, release, _ := audit.From(e.ctx).Guard().Enter(e.ctx)
+	release()
+	c := procguard.CommandContext(ctx, "true")
+	c.Dir = e.dir
+	if err := c.Run(); !errors.Is(err, audit.ErrScopeClosed) {
+		t.Fatalf("err %v", err)
 	}
 }

@@ -48,6 +48,18 @@ func (c *Cmd) Start() error {
 	if tmp == "" {
 		tmp = pr.req.Dir
 	}
+	for _, d := range []string{home, tmp} {
+		rd, err := policy.Resolve(policy.OSFS{}, d, "/", true)
+		if err == nil {
+			if dec := pr.pol.CheckPath(policy.OpWrite, rd, pr.cwd); !dec.Allowed {
+				err = fmt.Errorf("not inside a write root (%v)", dec.Rule)
+			}
+		}
+		if err != nil {
+			c.closeAll(c.closeAfterStart, c.closeAfterWait)
+			return fmt.Errorf("procguard: the policy's exec Home/TmpDir %s: %w", d, err)
+		}
+	}
 	var rules []*policy.Rule
 	for _, p := range pr.pols {
 		for i := range pr.req.Plan.Commands {
