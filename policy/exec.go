@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -39,6 +40,13 @@ type ExecSpec struct {
 	RequireLandlock bool
 	// NoLandlock turns kernel confinement of children off (recorded).
 	NoLandlock bool
+	// LandlockExecOnlyAllowed narrows the child's Landlock domain further:
+	// only programs with an allow rule (and the interpreters and loaders
+	// they need) may be executed, and write roots lose the execute right,
+	// so a child cannot run a program an opaque script names or one it just
+	// wrote. Off by default: tools that run helper programs (git's
+	// git-core commands, compilers) need rules for those too.
+	LandlockExecOnlyAllowed bool
 	// OutputLimit caps each captured stream (Stdout, Stderr, Output) in
 	// bytes; the rest is drained and dropped. 0 means DefaultOutputLimit;
 	// negative means no cap.
@@ -336,6 +344,19 @@ func (p *Policy) CheckExec(program string, argv []string) Decision {
 		}
 	}
 	return Deny(TierSoft, ruleNoExecRule, "no rule for the program allows these arguments")
+}
+
+// ExecPrograms returns the real paths of the programs some allow rule
+// names, sorted.
+func (p *Policy) ExecPrograms() []string {
+	var out []string
+	for prog, pr := range p.exec.programs {
+		if len(pr.allow) > 0 {
+			out = append(out, prog)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ExecPath returns the policy's search path for programs.

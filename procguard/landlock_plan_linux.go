@@ -1,8 +1,14 @@
 package procguard
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard/landlock"
@@ -26,6 +32,9 @@ func (c *Cmd) plannedConfinement(pr *prepared) string {
 	abi, err := landlock.ABI()
 	if err != nil {
 		return "landlock=none (" + err.Error() + ")"
+	}
+	if spec.LandlockExecOnlyAllowed {
+		return fmt.Sprintf("landlock=abi %d (write roots rw, everything else r, execute only allowed programs and their interpreters; %s)", abi, noteProtected)
 	}
 	return fmt.Sprintf("landlock=abi %d (write roots rw, everything else rx; %s)", abi, noteProtected)
 }
@@ -70,9 +79,17 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		return nil, err.Error(), nil
 	}
 	rs := &landlock.Ruleset{ABI: abi}
-	rs.Rules = append(rs.Rules, landlock.Rule{Path: "/", Access: landlock.ReadExec})
+	everywhere, writable := uint64(landlock.ReadExec), landlock.HandledFS(abi)
+	if spec.LandlockExecOnlyAllowed {
+		everywhere &^= landlock.Execute
+		writable &^= landlock.Execute
+		for _, prog := range executables(pr) {
+			rs.Rules = append(rs.Rules, landlock.Rule{Path: prog, Access: landlock.Execute | landlock.ReadFile})
+		}
+	}
+	rs.Rules = append(rs.Rules, landlock.Rule{Path: "/", Access: everywhere})
 	for _, r := range writableRoots(pr) {
-		rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: landlock.HandledFS(abi)})
+		rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: writable})
 	}
 	for _, d := range devices {
 		if landlock.Exists(d) {
@@ -85,4 +102,79 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		return nil, "", errors.New("procguard: empty Landlock ruleset")
 	}
 	return rs, noteProtected, nil
+}
+
+// executables are the files a child may execute under
+// LandlockExecOnlyAllowed: the programs of the plan and of every allow rule
+// every policy of the scope shares, plus the ELF interpreters and "#!"
+// interpreters they need.
+func executables(pr *prepared) []string {
+	seen := map[string]bool{}
+	var out []string
+	var add func(p string, depth int)
+	add = func(p string, depth int) {
+		if p == "" || seen[p] || depth > 4 {
+			return
+		}
+		seen[p] = true
+		out = append(out, p)
+		if interp := interpreter(p); interp != "" {
+			if real, err := filepath.EvalSymlinks(interp); err == nil {
+				add(real, depth+1)
+			}
+		}
+	}
+	for _, prog := range pr.pol.ExecPrograms() {
+		shared := true
+		for _, p := range pr.pols[1:] {
+			if !slices.Contains(p.ExecPrograms(), prog) {
+				shared = false
+			}
+		}
+		if shared {
+			add(prog, 0)
+		}
+	}
+	for _, c := range pr.req.Plan.Commands {
+		add(c.Program, 0)
+	}
+	for _, c := range pr.req.Plan.Wrappers {
+		add(c.Program, 0)
+	}
+	return out
+}
+
+// interpreter returns the ELF interpreter (PT_INTERP) or "#!" interpreter
+// of an executable file, or "".
+func interpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var head [256]byte
+	n, _ := io.ReadFull(f, head[:])
+	if n > 2 && head[0] == '#' && head[1] == '!' {
+		line := string(head[2:n])
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		if fields := strings.Fields(line); len(fields) > 0 {
+			return fields[0]
+		}
+		return ""
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return ""
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err == nil {
+				return strings.TrimRight(string(b), "\x00")
+			}
+		}
+	}
+	return ""
 }

@@ -100,3 +100,42 @@ func TestLandlockOffAndRequired(t *testing.T) {
 		}
 	}
 }
+
+// TestLandlockExecOnlyAllowed: with the switch on, a shell judged as itself
+// can run an allowed program but not another one, nor a copy of an allowed
+// program placed in a write root.
+func TestLandlockExecOnlyAllowed(t *testing.T) {
+	needLandlock(t)
+	e := setup(t, policy.ExecSpec{Rules: allow("sh", "true"), LandlockExecOnlyAllowed: true})
+	tru, err := filepath.EvalSymlinks("/usr/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	b, err := os.ReadFile(tru)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyTrue := filepath.Join(e.dir, "mytrue")
+	if err := os.WriteFile(copyTrue, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		prog string
+		ok   bool
+	}{
+		{tru, true},
+		{"/usr/bin/id", false},
+		{copyTrue, false},
+	}
+	for _, tt := range tests {
+		c := procguard.CommandContext(e.ctx, "sh", "-c", `"$1"`, "sh", tt.prog)
+		c.Dir = e.dir
+		out, err := c.CombinedOutput()
+		if tt.ok != (err == nil) {
+			t.Errorf("%s: err %v out %q", tt.prog, err, out)
+		}
+		if !tt.ok && !strings.Contains(string(out), "Permission denied") {
+			t.Errorf("%s: not a kernel denial: %q", tt.prog, out)
+		}
+	}
+}
