@@ -35,20 +35,16 @@ func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) 
 		}
 		close(s.exited)
 	}()
-	var timer <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer func() {
-			go func() { <-s.done; t.Stop() }()
-		}()
-		timer = t.C
-	}
 	go func() {
+		var timer <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
 		select {
 		case <-s.exited:
-			return
 		case <-s.done:
-			return
 		case <-ctx.Done():
 			s.kill(ctx.Err())
 		case <-timer:
