@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -103,6 +104,12 @@ func newCgroup() (*cgroup, string) {
 		return nil, "cannot open the cgroup: " + err.Error()
 	}
 	return &cgroup{dir: dir, fd: fd}, ""
+}
+
+// attach makes the child start inside the cgroup (clone3 CLONE_INTO_CGROUP).
+func (g *cgroup) attach(a *syscall.SysProcAttr) {
+	a.UseCgroupFD = true
+	a.CgroupFD = g.fd
 }
 
 func (g *cgroup) closeFD() {

@@ -93,8 +93,7 @@ func (c *Cmd) Start() error {
 
 	cg, cgNote := newCgroup()
 	if cg != nil {
-		x.SysProcAttr.UseCgroupFD = true
-		x.SysProcAttr.CgroupFD = cg.fd
+		cg.attach(x.SysProcAttr)
 		c.Confinement.Cgroup = cg.dir
 	}
 	c.Confinement.CgroupNote = cgNote
@@ -155,10 +154,9 @@ func (c *Cmd) Wait() error {
 		return errors.New("procguard: Wait was already called")
 	}
 	c.waited = true
-	<-c.sup.exited
-	c.sup.stop()
-	c.sup.killAll()
+	c.sup.beforeReap()
 	err := c.x.Wait()
+	c.sup.afterReap()
 	c.ProcessState = c.x.ProcessState
 	c.sup.cg.drain()
 	c.sup.cg.remove()

@@ -71,6 +71,16 @@ func (s *supervisor) cause() error {
 
 func (s *supervisor) stop() { s.once.Do(func() { close(s.done) }) }
 
+// beforeReap waits for the leader's exit (not reaping it), then kills what
+// is left of its group and cgroup while the group id is still reserved.
+func (s *supervisor) beforeReap() {
+	<-s.exited
+	s.stop()
+	s.killAll()
+}
+
+func (s *supervisor) afterReap() {}
+
 // killAll kills the process group (the leader is not reaped yet, so its
 // pid still names the group) and the cgroup, which also holds children
 // that left the group with setsid.

@@ -1,70 +1,16 @@
-// Package landlock confines one OS thread (and the children it starts) with
-// Linux Landlock filesystem rules, leaving the rest of the process free.
-//
-// Landlock domains apply per thread and are inherited by children. Start
-// locks a dedicated goroutine to its thread, restricts that thread only,
-// starts the child from it and lets the goroutine exit still locked, so the
-// Go runtime discards the thread instead of reusing it. New runtime threads
-// are cloned from the runtime's template thread, never from a restricted
-// one, so the restriction cannot leak into the host.
+//go:build linux
+
 package landlock
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-// Filesystem access rights, as in <linux/landlock.h>.
-const (
-	Execute    = unix.LANDLOCK_ACCESS_FS_EXECUTE
-	WriteFile  = unix.LANDLOCK_ACCESS_FS_WRITE_FILE
-	ReadFile   = unix.LANDLOCK_ACCESS_FS_READ_FILE
-	ReadDir    = unix.LANDLOCK_ACCESS_FS_READ_DIR
-	RemoveDir  = unix.LANDLOCK_ACCESS_FS_REMOVE_DIR
-	RemoveFile = unix.LANDLOCK_ACCESS_FS_REMOVE_FILE
-	MakeChar   = unix.LANDLOCK_ACCESS_FS_MAKE_CHAR
-	MakeDir    = unix.LANDLOCK_ACCESS_FS_MAKE_DIR
-	MakeReg    = unix.LANDLOCK_ACCESS_FS_MAKE_REG
-	MakeSock   = unix.LANDLOCK_ACCESS_FS_MAKE_SOCK
-	MakeFifo   = unix.LANDLOCK_ACCESS_FS_MAKE_FIFO
-	MakeBlock  = unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
-	MakeSym    = unix.LANDLOCK_ACCESS_FS_MAKE_SYM
-	Refer      = unix.LANDLOCK_ACCESS_FS_REFER     // ABI 2
-	Truncate   = unix.LANDLOCK_ACCESS_FS_TRUNCATE  // ABI 3
-	IoctlDev   = unix.LANDLOCK_ACCESS_FS_IOCTL_DEV // ABI 5
-
-	// ReadExec is what every path outside the writable roots keeps.
-	ReadExec = ReadFile | ReadDir | Execute
-	// fileRights are the rights that apply to a regular file rule.
-	fileRights = Execute | WriteFile | ReadFile | Truncate | IoctlDev
-)
-
-// HandledFS returns the filesystem rights Landlock ABI abi can restrict.
-func HandledFS(abi int) uint64 {
-	if abi < 1 {
-		return 0
-	}
-	h := uint64(Execute | WriteFile | ReadFile | ReadDir | RemoveDir | RemoveFile | MakeChar |
-		MakeDir | MakeReg | MakeSock | MakeFifo | MakeBlock | MakeSym)
-	if abi >= 2 {
-		h |= Refer
-	}
-	if abi >= 3 {
-		h |= Truncate
-	}
-	if abi >= 5 {
-		h |= IoctlDev
-	}
-	return h
-}
 
 var (
 	abiOnce sync.Once
@@ -89,56 +35,6 @@ func ABI() (int, error) {
 		}
 	})
 	return abiVal, abiErr
-}
-
-// Rule grants rights on a path and everything beneath it.
-type Rule struct {
-	Path   string
-	Access uint64
-}
-
-// Ruleset is a set of path rules under one ABI.
-type Ruleset struct {
-	ABI   int
-	Rules []Rule
-}
-
-// Status says exactly what a Ruleset enforced.
-type Status struct {
-	ABI     int    // the ABI used, 0 when nothing was enforced
-	Handled uint64 // the rights the domain restricts
-	// Rules are the rules actually added (paths that exist), in order.
-	Rules []Rule
-	// Skipped lists rules that could not be added, with the reason.
-	Skipped []string
-}
-
-// String renders the status for events and logs.
-func (s Status) String() string {
-	if s.ABI == 0 {
-		return "none"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "abi %d fs=%#x", s.ABI, s.Handled)
-	for _, r := range s.Rules {
-		fmt.Fprintf(&b, " %s:%s", r.Path, AccessString(r.Access))
-	}
-	return b.String()
-}
-
-// AccessString renders rights compactly: "rx", "rwx", "rw".
-func AccessString(a uint64) string {
-	var s string
-	if a&(ReadFile|ReadDir) != 0 {
-		s += "r"
-	}
-	if a&(WriteFile|MakeReg|RemoveFile) != 0 {
-		s += "w"
-	}
-	if a&Execute != 0 {
-		s += "x"
-	}
-	return s
 }
 
 // Start restricts a dedicated OS thread with rs and calls start on it (for
@@ -214,24 +110,4 @@ func (rs *Ruleset) restrictThread() (Status, error) {
 	}
 	st.ABI, st.Handled = rs.ABI, handled
 	return st, nil
-}
-
-// Normalize sorts rules by path and merges duplicates; useful for stable
-// reports.
-func (rs *Ruleset) Normalize() {
-	m := map[string]uint64{}
-	for _, r := range rs.Rules {
-		m[r.Path] |= r.Access
-	}
-	rs.Rules = rs.Rules[:0]
-	for p, a := range m {
-		rs.Rules = append(rs.Rules, Rule{p, a})
-	}
-	sort.Slice(rs.Rules, func(i, j int) bool { return rs.Rules[i].Path < rs.Rules[j].Path })
-}
-
-// Exists reports whether path exists (only existing paths can be rules).
-func Exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
