@@ -36,6 +36,17 @@ func BenchmarkRunTrue(b *testing.B) {
 			}
 		})
 	}
+	b.Run("guarded-nolandlock-nocgroup", func(b *testing.B) {
+		defer procguard.DisableCgroupsForTest()()
+		e := setup(b, policy.ExecSpec{Rules: allow("true"), NoLandlock: true})
+		for b.Loop() {
+			c := procguard.CommandContext(e.ctx, "/bin/true")
+			c.Dir = e.dir
+			if err := c.Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("check-only", func(b *testing.B) {
 		e := setup(b, policy.ExecSpec{Rules: allow("true")})
 		for b.Loop() {

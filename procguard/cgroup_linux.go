@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,10 @@ import (
 type cgroup struct {
 	dir string
 	fd  int
+	// killed: cgroup.kill was written. Such a cgroup is never reused: on
+	// some kernels a child cloned into it later (CLONE_INTO_CGROUP) is
+	// killed at birth, as the kill sequence number it sees is stale.
+	killed atomic.Bool
 }
 
 var (
@@ -86,13 +91,42 @@ func findCgroupParent() {
 		return
 	}
 	cgParent = parent
+	removeStale(parent)
 }
+
+// removeStale deletes empty per-command cgroups left by processes that are
+// gone (pooled cgroups outlive their process).
+func removeStale(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "auditguard-*-*"))
+	for _, d := range dirs {
+		f := strings.Split(filepath.Base(d), "-")
+		if len(f) != 3 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		os.Remove(d) // fails, harmlessly, when not empty
+	}
+}
+
+// cgPool keeps a few empty per-command cgroups (with their open fds) for
+// reuse: making and removing a cgroup costs more than starting /bin/true.
+// A cgroup is only pooled when no process is left in it, and only one
+// command uses it at a time.
+var cgPool = make(chan *cgroup, 8)
 
 // newCgroup makes a per-command cgroup, or returns nil and why not.
 func newCgroup() (*cgroup, string) {
 	cgOnce.Do(findCgroupParent)
 	if cgParent == "" {
 		return nil, cgWhy
+	}
+	select {
+	case g := <-cgPool:
+		return g, ""
+	default:
 	}
 	dir := filepath.Join(cgParent, fmt.Sprintf("auditguard-%d-%d", os.Getpid(), cgSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -124,7 +158,23 @@ func (g *cgroup) kill() {
 	if g == nil {
 		return
 	}
+	g.killed.Store(true)
 	_ = os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// populated reports whether a live process is in the cgroup (zombies are
+// not counted); it errs on "yes".
+func (g *cgroup) populated() bool {
+	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.events"))
+	return err != nil || !bytes.Contains(b, []byte("populated 0"))
+}
+
+// killIfPopulated kills the cgroup's processes when there are any; the
+// common case (the leader exited alone) costs one read.
+func (g *cgroup) killIfPopulated() {
+	if g != nil && g.populated() {
+		g.kill()
+	}
 }
 
 // drain waits, bounded, until no process of the cgroup is alive any more.
@@ -132,22 +182,24 @@ func (g *cgroup) drain() {
 	if g == nil {
 		return
 	}
-	ev := filepath.Join(g.dir, "cgroup.events")
 	deadline := time.Now().Add(5 * time.Second)
-	for delay := 50 * time.Microsecond; time.Now().Before(deadline); delay = min(2*delay, 10*time.Millisecond) {
-		b, err := os.ReadFile(ev)
-		if err != nil || bytes.Contains(b, []byte("populated 0")) {
-			return
-		}
+	for delay := 50 * time.Microsecond; g.populated() && time.Now().Before(deadline); delay = min(2*delay, 10*time.Millisecond) {
 		g.kill()
 		time.Sleep(delay)
 	}
 }
 
-// remove deletes the cgroup once it is empty.
+// remove returns the empty cgroup to the pool, or deletes it.
 func (g *cgroup) remove() {
 	if g == nil {
 		return
+	}
+	if g.fd >= 0 && !g.killed.Load() && !g.populated() {
+		select {
+		case cgPool <- g:
+			return
+		default:
+		}
 	}
 	g.closeFD()
 	for i := 0; i < 100; i++ {

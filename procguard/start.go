@@ -127,7 +127,6 @@ func (c *Cmd) Start() error {
 	c.Confinement.ProcessGroup = x.Process.Pid
 	c.closeAll(c.closeAfterStart)
 	c.closeAfterStart = nil
-	cg.closeFD()
 
 	c.Confinement.Rlimits = applyLimits(x.Process.Pid, spec.Limits)
 

@@ -17,14 +17,17 @@ type supervisor struct {
 	cg     *cgroup
 	exited chan struct{}
 	done   chan struct{}
-	once   sync.Once
+	// finished is closed when the watcher goroutine has returned: after
+	// that no kill can hit a reaped pid or a reused cgroup.
+	finished chan struct{}
+	once     sync.Once
 
 	mu     sync.Mutex
 	reason error
 }
 
 func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) *supervisor {
-	s := &supervisor{pid: pid, cg: cg, exited: make(chan struct{}), done: make(chan struct{})}
+	s := &supervisor{pid: pid, cg: cg, exited: make(chan struct{}), done: make(chan struct{}), finished: make(chan struct{})}
 	go func() {
 		var info unix.Siginfo
 		for {
@@ -36,6 +39,7 @@ func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) 
 		close(s.exited)
 	}()
 	go func() {
+		defer close(s.finished)
 		var timer <-chan time.Time
 		if timeout > 0 {
 			t := time.NewTimer(timeout)
@@ -76,7 +80,9 @@ func (s *supervisor) stop() { s.once.Do(func() { close(s.done) }) }
 func (s *supervisor) beforeReap() {
 	<-s.exited
 	s.stop()
-	s.killAll()
+	<-s.finished
+	_ = unix.Kill(-s.pid, unix.SIGKILL)
+	s.cg.killIfPopulated()
 }
 
 func (s *supervisor) afterReap() {}

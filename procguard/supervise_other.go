@@ -13,18 +13,20 @@ import (
 // is reaped first and its group killed afterwards (the group id stays
 // reserved while members are alive).
 type supervisor struct {
-	pid  int
-	cg   *cgroup
-	done chan struct{}
-	once sync.Once
+	pid      int
+	cg       *cgroup
+	done     chan struct{}
+	finished chan struct{}
+	once     sync.Once
 
 	mu     sync.Mutex
 	reason error
 }
 
 func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) *supervisor {
-	s := &supervisor{pid: pid, cg: cg, done: make(chan struct{})}
+	s := &supervisor{pid: pid, cg: cg, done: make(chan struct{}), finished: make(chan struct{})}
 	go func() {
+		defer close(s.finished)
 		var timer <-chan time.Time
 		if timeout > 0 {
 			t := time.NewTimer(timeout)
@@ -63,5 +65,6 @@ func (s *supervisor) beforeReap() {}
 
 func (s *supervisor) afterReap() {
 	s.once.Do(func() { close(s.done) })
+	<-s.finished
 	s.killAll()
 }

@@ -120,8 +120,9 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 					if alive(child) {
 						t.Fatalf("child %d survived", child)
 					}
-					if _, err := os.Stat(c.Confinement.Cgroup); err == nil {
-						t.Fatalf("cgroup %s left behind", c.Confinement.Cgroup)
+					// The cgroup is removed or pooled for reuse, and empty either way.
+					if b, err := os.ReadFile(c.Confinement.Cgroup + "/cgroup.events"); err == nil && !strings.Contains(string(b), "populated 0") {
+						t.Fatalf("cgroup %s still populated: %s", c.Confinement.Cgroup, b)
 					}
 				}
 			})
@@ -167,5 +168,26 @@ func TestRlimits(t *testing.T) {
 	}
 	if len(c.Confinement.Rlimits) != 3 {
 		t.Fatalf("recorded %v", c.Confinement.Rlimits)
+	}
+}
+
+// TestCommandsAfterAKillRun guards the cgroup pool: a cgroup that was
+// killed must not be reused (some kernels kill children cloned into it).
+func TestCommandsAfterAKillRun(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("sleep", "true")})
+	for range 3 {
+		c := procguard.CommandContext(e.ctx, "sleep", "100")
+		c.Dir = e.dir
+		c.Timeout = time.Millisecond
+		if err := c.Run(); !errors.Is(err, procguard.ErrTimeout) {
+			t.Fatalf("err %v", err)
+		}
+	}
+	for range 10 {
+		c := procguard.CommandContext(e.ctx, "true")
+		c.Dir = e.dir
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
