@@ -26,6 +26,9 @@ type cgroup struct {
 	// some kernels a child cloned into it later (CLONE_INTO_CGROUP) is
 	// killed at birth, as the kill sequence number it sees is stale.
 	killed atomic.Bool
+	// empty: the leader has exited and the cgroup was seen empty; nothing
+	// can enter it any more (only its members could fork into it).
+	empty bool
 }
 
 var (
@@ -172,14 +175,19 @@ func (g *cgroup) populated() bool {
 // killIfPopulated kills the cgroup's processes when there are any; the
 // common case (the leader exited alone) costs one read.
 func (g *cgroup) killIfPopulated() {
-	if g != nil && g.populated() {
+	if g == nil {
+		return
+	}
+	if g.populated() {
 		g.kill()
+	} else {
+		g.empty = true
 	}
 }
 
 // drain waits, bounded, until no process of the cgroup is alive any more.
 func (g *cgroup) drain() {
-	if g == nil {
+	if g == nil || g.empty {
 		return
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -194,7 +202,8 @@ func (g *cgroup) remove() {
 	if g == nil {
 		return
 	}
-	if g.fd >= 0 && !g.killed.Load() && !g.populated() {
+	if g.fd >= 0 && !g.killed.Load() && (g.empty || !g.populated()) {
+		g.empty = false
 		select {
 		case cgPool <- g:
 			return

@@ -106,7 +106,7 @@ func (c *Cmd) Start() error {
 		return err
 	}
 	if rs != nil {
-		st, err := landlock.Start(rs, x.Start)
+		st, err := landlock.StartReused(rs, x.Start)
 		c.Confinement.Landlock = st
 		if err != nil {
 			cg.remove()

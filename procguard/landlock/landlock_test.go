@@ -54,3 +54,48 @@ func TestStartRestrictsOnlyItsThread(t *testing.T) {
 		t.Fatalf("host restricted: %v", err)
 	}
 }
+
+// TestStartReused: an equal ruleset reuses the restricted thread; replacing
+// a rule's directory (a new inode) makes a new one, so the new directory is
+// writable and the old grant does not linger.
+func TestStartReused(t *testing.T) {
+	abi, err := ABI()
+	if err != nil {
+		t.Skipf("Landlock unavailable: %v", err)
+	}
+	base := t.TempDir()
+	allowed := filepath.Join(base, "w")
+	os.Mkdir(allowed, 0o755)
+	rs := &Ruleset{ABI: abi, Rules: []Rule{{"/", ReadExec}, {allowed, HandledFS(abi)}}}
+	var tids [3]int
+	for i := range 2 {
+		if _, err := StartReused(rs, func() error {
+			tids[i] = unix.Gettid()
+			return os.WriteFile(filepath.Join(allowed, "f"), nil, 0o644)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tids[0] != tids[1] {
+		t.Fatalf("thread not reused: %v", tids)
+	}
+	if err := os.RemoveAll(allowed); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(allowed, 0o755)
+	if _, err := StartReused(rs, func() error {
+		tids[2] = unix.Gettid()
+		if err := os.WriteFile(filepath.Join(base, "outside"), nil, 0o644); err == nil {
+			t.Error("wrote outside the rules")
+		}
+		return os.WriteFile(filepath.Join(allowed, "f"), nil, 0o644)
+	}); err != nil {
+		t.Fatalf("recreated directory: %v", err)
+	}
+	if tids[2] == tids[0] {
+		t.Fatal("a stale thread was reused")
+	}
+	if err := os.WriteFile(filepath.Join(base, "host"), nil, 0o644); err != nil {
+		t.Fatalf("host restricted: %v", err)
+	}
+}
