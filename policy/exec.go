@@ -40,6 +40,9 @@ type ExecSpec struct {
 	RequireLandlock bool
 	// NoLandlock turns kernel confinement of children off (recorded).
 	NoLandlock bool
+	// NoCgroup skips the per-command cgroup v2: starts are cheaper, but a
+	// child that left its process group (setsid) survives the kill.
+	NoCgroup bool
 	// LandlockExecOnlyAllowed narrows the child's Landlock domain further:
 	// only programs with an allow rule (and the interpreters and loaders
 	// they need) may be executed, and write roots lose the execute right,

@@ -37,39 +37,46 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	}
 	var out Decision
 	have := false
-	worse := func(d Decision) {
+	worse := func(d Decision, where string) {
 		if !have || (!d.Allowed && (out.Allowed || d.Tier > out.Tier)) {
+			if !d.Allowed && d.Detail == "" {
+				d.Detail = where
+			}
 			out, have = d, true
 		}
 	}
+	inner := ""
+	if len(r.Plan.Commands) > 1 || len(r.Plan.Wrappers) > 0 {
+		inner = "in a command the call would run"
+	}
 	for i := range r.Plan.Commands {
 		c := &r.Plan.Commands[i]
-		worse(p.checkCommand(c))
+		worse(p.checkCommand(c), inner)
 	}
 	for i := range r.Plan.Wrappers {
 		c := &r.Plan.Wrappers[i]
 		if d := p.CheckExec(c.Program, c.Argv); !d.Allowed && d.Tier >= TierHard {
-			worse(d)
+			worse(d, "in a shell or wrapper the call runs through")
 		}
 	}
 	for _, name := range r.Plan.Assigns {
 		if (IsInjectionVar(name) || IsSecretVar(name)) && !p.exec.env.has(name) {
-			worse(Deny(TierHard, ruleEnvInjection, "a wrapper sets a loader, interpreter or secret variable"))
+			worse(Deny(TierHard, ruleEnvInjection, "a wrapper sets a loader, interpreter or secret variable"), "")
 		}
 	}
 	for _, w := range r.Plan.Writes {
 		if isStdDevice(w) {
 			continue
 		}
-		worse(p.CheckPath(OpWrite, w, r.Cwd))
+		worse(p.CheckPath(OpWrite, w, r.Cwd), "a redirection target")
 	}
 	for _, rd := range r.Plan.Reads {
 		if isStdDevice(rd) {
 			continue
 		}
-		worse(p.CheckPath(OpRead, rd, r.Cwd))
+		worse(p.CheckPath(OpRead, rd, r.Cwd), "a redirection source")
 	}
-	worse(p.CheckExecDir(r.Dir, r.Cwd))
+	worse(p.CheckExecDir(r.Dir, r.Cwd), "the working directory")
 	if out.Allowed {
 		// Report the rule that allowed the first command, not the directory.
 		return p.checkCommand(&r.Plan.Commands[0])

@@ -158,6 +158,9 @@ func (c *Cmd) prepare() *prepared {
 	ev.Program = pr.program
 	ev.Resolved = pr.program
 	ev.Detail = "dir=" + dir
+	if runs := planSummary(&pr.req.Plan); runs != "" {
+		ev.Detail += "; runs: " + runs
+	}
 	if pr.req.Plan.Opaque != "" {
 		ev.Detail += "; judged as itself: " + pr.req.Plan.Opaque
 	}
@@ -167,3 +170,16 @@ func (c *Cmd) prepare() *prepared {
 }
 
 func quoteArg(s string) string { return `"` + s + `"` }
+
+// planSummary lists what an unwrapped call runs ("[git status] [rm -rf x]"),
+// or "" when it runs just the command named.
+func planSummary(pl *policy.ExecPlan) string {
+	if len(pl.Wrappers) == 0 && len(pl.Commands) <= 1 {
+		return ""
+	}
+	parts := make([]string, 0, len(pl.Commands))
+	for _, c := range pl.Commands {
+		parts = append(parts, "["+strings.Join(c.Argv, " ")+"]")
+	}
+	return strings.Join(parts, " ")
+}

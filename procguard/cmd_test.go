@@ -396,3 +396,18 @@ func TestReleasedScopeRevokes(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestDenialSaysWhichPart(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("echo")})
+	c := procguard.CommandContext(e.ctx, "sh", "-c", "echo a && rm -rf x")
+	c.Dir = e.dir
+	err := c.Run()
+	var de *audit.DenyError
+	if !errors.As(err, &de) || de.Decision.Detail != "in a command the call would run" {
+		t.Fatalf("err %v", err)
+	}
+	recs := e.rec.Records()
+	if d := recs[len(recs)-1].Detail; !strings.Contains(d, "runs: [echo a] [rm -rf x]") {
+		t.Fatalf("detail %q", d)
+	}
+}

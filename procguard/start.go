@@ -91,7 +91,11 @@ func (c *Cmd) Start() error {
 	}
 	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	cg, cgNote := newCgroup()
+	var cg *cgroup
+	cgNote := "disabled by the policy (ExecSpec.NoCgroup)"
+	if !spec.NoCgroup {
+		cg, cgNote = newCgroup()
+	}
 	if cg != nil {
 		cg.attach(x.SysProcAttr)
 		c.Confinement.Cgroup = cg.dir

@@ -130,6 +130,18 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 	}
 }
 
+func TestNoCgroupSwitch(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true"), NoCgroup: true})
+	c := procguard.CommandContext(e.ctx, "true")
+	c.Dir = e.dir
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Confinement.Cgroup != "" || !strings.Contains(c.Confinement.CgroupNote, "NoCgroup") {
+		t.Fatalf("%+v", c.Confinement)
+	}
+}
+
 func TestOutputCap(t *testing.T) {
 	const limit = 1 << 20
 	e := setup(t, policy.ExecSpec{Rules: allow("head"), OutputLimit: limit})
@@ -148,8 +160,8 @@ func TestOutputCap(t *testing.T) {
 }
 
 func TestRlimits(t *testing.T) {
-	e := setup(t, policy.ExecSpec{Rules: allow("sh"), Limits: policy.ExecLimits{OpenFiles: 64, CPUSeconds: 30, FileSize: 1 << 20}})
-	c := procguard.CommandContext(e.ctx, "sh", "-c", "read x; ulimit -n; ulimit -t; ulimit -f")
+	e := setup(t, policy.ExecSpec{Rules: allow("sh"), Limits: policy.ExecLimits{OpenFiles: 64, CPUSeconds: 30, FileSize: 1 << 20, AddressSpace: 1 << 30}})
+	c := procguard.CommandContext(e.ctx, "sh", "-c", "read x; ulimit -n; ulimit -t; ulimit -f; ulimit -v")
 	c.Dir = e.dir
 	in, _ := c.StdinPipe()
 	var b strings.Builder
@@ -163,10 +175,10 @@ func TestRlimits(t *testing.T) {
 	if err := c.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.String(); got != "64\n30\n2048\n" {
+	if got := b.String(); got != "64\n30\n2048\n1048576\n" {
 		t.Fatalf("limits %q (applied %v)", got, c.Confinement.Rlimits)
 	}
-	if len(c.Confinement.Rlimits) != 3 {
+	if len(c.Confinement.Rlimits) != 4 {
 		t.Fatalf("recorded %v", c.Confinement.Rlimits)
 	}
 }
