@@ -129,6 +129,9 @@ var (
 )
 
 func (x *execRules) build(spec ExecSpec, p *Policy) error {
+	spec.Rules = append([]ExecRule(nil), spec.Rules...)
+	spec.Path = append([]string(nil), spec.Path...)
+	spec.Env = append([]string(nil), spec.Env...)
 	x.spec = spec
 	x.programs = map[string]*programRules{}
 	var errs []error

@@ -411,3 +411,14 @@ func TestDenialSaysWhichPart(t *testing.T) {
 		t.Fatalf("detail %q", d)
 	}
 }
+
+func TestCancelledBeforeStart(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true")})
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	c := procguard.CommandContext(ctx, "true")
+	c.Dir = e.dir
+	if err := c.Start(); !errors.Is(err, context.Canceled) || c.Process != nil {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -20,6 +20,10 @@ func (c *Cmd) Start() error {
 		return errors.New("procguard: already started")
 	}
 	c.started = true
+	if err := c.ctx.Err(); err != nil {
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		return err
+	}
 	if c.Err != nil {
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		return c.Err
