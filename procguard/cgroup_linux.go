@@ -22,6 +22,8 @@ import (
 type cgroup struct {
 	dir string
 	fd  int
+	// events is an open cgroup.events (re-read with pread), or -1.
+	events int
 	// killed: cgroup.kill was written. Such a cgroup is never reused: on
 	// some kernels a child cloned into it later (CLONE_INTO_CGROUP) is
 	// killed at birth, as the kill sequence number it sees is stale.
@@ -140,7 +142,11 @@ func newCgroup() (*cgroup, string) {
 		os.Remove(dir)
 		return nil, "cannot open the cgroup: " + err.Error()
 	}
-	return &cgroup{dir: dir, fd: fd}, ""
+	ev, err := unix.Open(filepath.Join(dir, "cgroup.events"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		ev = -1
+	}
+	return &cgroup{dir: dir, fd: fd, events: ev}, ""
 }
 
 // attach makes the child start inside the cgroup (clone3 CLONE_INTO_CGROUP).
@@ -153,6 +159,10 @@ func (g *cgroup) closeFD() {
 	if g != nil && g.fd >= 0 {
 		unix.Close(g.fd)
 		g.fd = -1
+	}
+	if g != nil && g.events >= 0 {
+		unix.Close(g.events)
+		g.events = -1
 	}
 }
 
@@ -168,6 +178,13 @@ func (g *cgroup) kill() {
 // populated reports whether a live process is in the cgroup (zombies are
 // not counted); it errs on "yes".
 func (g *cgroup) populated() bool {
+	var buf [128]byte
+	if g.events >= 0 {
+		n, err := unix.Pread(g.events, buf[:], 0)
+		if err == nil {
+			return !bytes.Contains(buf[:n], []byte("populated 0"))
+		}
+	}
 	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.events"))
 	return err != nil || !bytes.Contains(b, []byte("populated 0"))
 }
