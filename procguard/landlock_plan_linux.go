@@ -33,10 +33,14 @@ func (c *Cmd) plannedConfinement(pr *prepared) string {
 	if err != nil {
 		return "landlock=none (" + err.Error() + ")"
 	}
-	if spec.LandlockExecOnlyAllowed {
-		return fmt.Sprintf("landlock=abi %d (write roots rw, everything else r, execute only allowed programs and their interpreters; %s)", abi, noteProtected)
+	sig := ""
+	if abi >= 6 {
+		sig = "; no signals to processes outside the child's domain"
 	}
-	return fmt.Sprintf("landlock=abi %d (write roots rw, everything else rx; %s)", abi, noteProtected)
+	if spec.LandlockExecOnlyAllowed {
+		return fmt.Sprintf("landlock=abi %d (write roots rw, everything else r, execute only allowed programs and their interpreters%s; %s)", abi, sig, noteProtected)
+	}
+	return fmt.Sprintf("landlock=abi %d (write roots rw, everything else rx%s; %s)", abi, sig, noteProtected)
 }
 
 // writableRoots are the write roots every policy of the scope allows
@@ -78,7 +82,7 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		}
 		return nil, err.Error(), nil
 	}
-	rs := &landlock.Ruleset{ABI: abi}
+	rs := &landlock.Ruleset{ABI: abi, Scoped: landlock.ScopeSignal}
 	everywhere, writable := uint64(landlock.ReadExec), landlock.HandledFS(abi)
 	if spec.LandlockExecOnlyAllowed {
 		everywhere &^= landlock.Execute

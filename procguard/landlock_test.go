@@ -139,3 +139,27 @@ func TestLandlockExecOnlyAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestLandlockChildCannotSignalHost: from ABI 6 the child's domain is
+// scoped for signals, so generated code cannot kill the agent host.
+func TestLandlockChildCannotSignalHost(t *testing.T) {
+	if abi := needLandlock(t); abi < 6 {
+		t.Skipf("Landlock ABI %d has no signal scoping (needs 6)", abi)
+	}
+	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	c := procguard.CommandContext(e.ctx, "sh", "-c", `kill -0 "$1"`, "sh", strconv.Itoa(os.Getpid()))
+	c.Dir = e.dir
+	out, err := c.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not permitted") {
+		t.Fatalf("the child could signal the host: %v %q", err, out)
+	}
+	if c.Confinement.Landlock.Scoped&landlock.ScopeSignal == 0 {
+		t.Fatalf("scope not recorded: %+v", c.Confinement.Landlock)
+	}
+	// Inside its own group it still may (job control keeps working).
+	c = procguard.CommandContext(e.ctx, "sh", "-c", `sleep 5 & kill $!`)
+	c.Dir = e.dir
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("signal inside the domain: %v %q", err, out)
+	}
+}

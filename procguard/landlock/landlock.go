@@ -70,12 +70,23 @@ type Rule struct {
 type Ruleset struct {
 	ABI   int
 	Rules []Rule
+	// Scoped asks for IPC scoping (ABI 6+): ScopeSignal keeps the child
+	// from signalling processes outside its domain (the host among them).
+	// Ignored below ABI 6.
+	Scoped uint64
 }
+
+// IPC scopes (ABI 6).
+const (
+	ScopeAbstractUnixSocket = 0x1
+	ScopeSignal             = 0x2
+)
 
 // Status says exactly what a Ruleset enforced.
 type Status struct {
 	ABI     int    // the ABI used, 0 when nothing was enforced
 	Handled uint64 // the rights the domain restricts
+	Scoped  uint64 // the IPC scopes enforced (ABI 6+)
 	// Rules are the rules actually added (paths that exist), in order.
 	Rules []Rule
 	// Skipped lists rules that could not be added, with the reason.
@@ -89,6 +100,12 @@ func (s Status) String() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "abi %d fs=%#x", s.ABI, s.Handled)
+	if s.Scoped&ScopeSignal != 0 {
+		b.WriteString(" scope=signal")
+	}
+	if s.Scoped&ScopeAbstractUnixSocket != 0 {
+		b.WriteString(" scope=abstract-unix")
+	}
 	for _, r := range s.Rules {
 		fmt.Fprintf(&b, " %s:%s", r.Path, AccessString(r.Access))
 	}

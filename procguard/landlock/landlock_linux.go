@@ -47,23 +47,48 @@ func Start(rs *Ruleset, start func() error) (Status, error) {
 		err error
 	}
 	ch := make(chan result, 1)
-	go func() {
-		// Never unlocked: when this goroutine returns, the runtime
-		// terminates its restricted thread instead of reusing it.
-		runtime.LockOSThread()
+	onSpareThread(func() {
 		st, err := rs.restrictThread()
 		if err != nil {
 			ch <- result{st, err}
 			return
 		}
 		ch <- result{st, start()}
-	}()
+	})
 	r := <-ch
 	return r.st, r.err
 }
 
+// onSpareThread runs fn on a new goroutine locked to an OS thread that is
+// not the process's main thread, and never unlocks it: when fn returns,
+// the runtime terminates the thread instead of reusing it. The main thread
+// is avoided because Go cannot terminate it (a locked goroutine exiting on
+// it wedges it instead) and because, as the thread group leader, its
+// Landlock domain is the one other processes see when they signal the host.
+func onSpareThread(fn func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			fn()
+			return // still locked: the thread is discarded
+		}
+		// On the main thread: keep it while another goroutine, which
+		// therefore cannot run here, takes a different thread.
+		locked := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(locked)
+			fn()
+		}()
+		<-locked
+		runtime.UnlockOSThread() // the main thread was never restricted
+	}()
+}
+
 type rulesetAttr struct {
-	handledFS uint64
+	handledFS  uint64
+	handledNet uint64 // ABI 4
+	scoped     uint64 // ABI 6
 }
 
 // restrictThread applies rs to the calling thread, which must be locked.
@@ -74,9 +99,14 @@ func (rs *Ruleset) restrictThread() (Status, error) {
 	}
 	handled := HandledFS(rs.ABI)
 	attr := rulesetAttr{handledFS: handled}
-	// Only handled_access_fs is set, so the 8-byte size of ABI 1 works on
-	// every kernel (newer kernels zero-fill the fields they know beyond it).
-	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	// The attribute's size grows with the ABI; pass only what this kernel
+	// knows: 8 bytes (fs) before ABI 6, 24 (fs, net, scoped) from it.
+	size := uintptr(8)
+	if rs.ABI >= 6 && rs.Scoped != 0 {
+		attr.scoped = rs.Scoped & (ScopeSignal | ScopeAbstractUnixSocket)
+		size = unsafe.Sizeof(attr)
+	}
+	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if e != 0 {
 		return st, fmt.Errorf("landlock: create ruleset: %w", e)
 	}
@@ -108,6 +138,6 @@ func (rs *Ruleset) restrictThread() (Status, error) {
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
 		return st, fmt.Errorf("landlock: restrict thread: %w", e)
 	}
-	st.ABI, st.Handled = rs.ABI, handled
+	st.ABI, st.Handled, st.Scoped = rs.ABI, handled, attr.scoped
 	return st, nil
 }

@@ -99,3 +99,24 @@ func TestStartReused(t *testing.T) {
 		t.Fatalf("host restricted: %v", err)
 	}
 }
+
+// TestNeverTheMainThread: however often it is asked, the restricted thread
+// is never the thread group leader.
+func TestNeverTheMainThread(t *testing.T) {
+	abi, err := ABI()
+	if err != nil {
+		t.Skipf("Landlock unavailable: %v", err)
+	}
+	dir := t.TempDir()
+	for i := range 50 {
+		rs := &Ruleset{ABI: abi, Rules: []Rule{{"/", ReadExec}, {dir, HandledFS(abi)}}}
+		if _, err := Start(rs, func() error {
+			if unix.Gettid() == unix.Getpid() {
+				t.Errorf("run %d restricted the main thread", i)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

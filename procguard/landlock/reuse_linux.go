@@ -3,7 +3,6 @@
 package landlock
 
 import (
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +44,8 @@ var (
 func rulesKey(rs *Ruleset) string {
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(rs.ABI))
+	b.WriteByte('/')
+	b.WriteString(strconv.FormatUint(rs.Scoped, 16))
 	for _, r := range rs.Rules {
 		b.WriteByte(0)
 		b.WriteString(r.Path)
@@ -105,7 +106,7 @@ func StartReused(rs *Ruleset, start func() error) (Status, error) {
 		w = &worker{key: key, ids: ids, reqs: make(chan func()), ready: make(chan struct{})}
 		workers[key] = w
 		order = append(order, key)
-		go w.run(rs)
+		onSpareThread(func() { w.run(rs) })
 	}
 	workersMu.Unlock()
 
@@ -147,10 +148,9 @@ func removeKey(s []string, k string) []string {
 	return out
 }
 
+// run restricts its (locked, non-main) thread and serves start functions
+// until the worker is retired.
 func (w *worker) run(rs *Ruleset) {
-	// Never unlocked: when this goroutine returns, the runtime terminates
-	// the restricted thread instead of reusing it.
-	runtime.LockOSThread()
 	w.st, w.err = rs.restrictThread()
 	close(w.ready)
 	if w.err != nil {
