@@ -31,6 +31,15 @@ type ExecCommand struct {
 	OpenArgs bool
 }
 
+// ExecRedirect is one redirection of an unwrapped shell script.
+type ExecRedirect struct {
+	Path  string // resolved target
+	Write bool   // >, >>, &>, <> (false: <)
+	// Shell is the shell whose script holds the redirection: a target the
+	// policy does not allow (softly) makes the script judged as this shell.
+	Shell ExecCommand
+}
+
 // ExecPlan is what a call would really run once shells and wrappers are
 // unwrapped. It is built with I/O (PlanExec) and judged purely
 // (ExecRequest.Decide).
@@ -42,8 +51,8 @@ type ExecPlan struct {
 	Wrappers []ExecCommand
 	// Assigns are variables a wrapper (env NAME=VALUE) sets for its command.
 	Assigns []string
-	// Writes and Reads are resolved redirection targets.
-	Writes, Reads []string
+	// Redirects are the resolved redirection targets of unwrapped scripts.
+	Redirects []ExecRedirect
 	// Opaque says why a shell or wrapper is judged as itself ("" when
 	// everything was unwrapped).
 	Opaque string
@@ -107,11 +116,7 @@ func (pl *ExecPlan) add(r ExecResolver, name string, argv []string, depth int, o
 				pl.Commands = append(pl.Commands, c)
 				return
 			}
-			if rd.write {
-				pl.Writes = append(pl.Writes, p)
-			} else {
-				pl.Reads = append(pl.Reads, p)
-			}
+			pl.Redirects = append(pl.Redirects, ExecRedirect{Path: p, Write: rd.write, Shell: c})
 		}
 		pl.Wrappers = append(pl.Wrappers, c)
 		for _, call := range calls {

@@ -64,17 +64,22 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 			worse(Deny(TierHard, ruleEnvInjection, "a wrapper sets a loader, interpreter or secret variable"), "")
 		}
 	}
-	for _, w := range r.Plan.Writes {
-		if isStdDevice(w) {
+	for i := range r.Plan.Redirects {
+		rd := &r.Plan.Redirects[i]
+		if isStdDevice(rd.Path) {
 			continue
 		}
-		worse(p.CheckPath(OpWrite, w, r.Cwd), "a redirection target")
-	}
-	for _, rd := range r.Plan.Reads {
-		if isStdDevice(rd) {
-			continue
+		op, where := OpRead, "a redirection source"
+		if rd.Write {
+			op, where = OpWrite, "a redirection target"
 		}
-		worse(p.CheckPath(OpRead, rd, r.Cwd), "a redirection source")
+		d := p.CheckPath(op, rd.Path, r.Cwd)
+		if !d.Allowed && d.Tier == TierSoft {
+			// Outside the roots: the script is judged as the shell itself.
+			d = p.CheckExec(rd.Shell.Program, rd.Shell.Argv)
+			where = "a redirection outside the roots: judged as the shell"
+		}
+		worse(d, where)
 	}
 	worse(p.CheckExecDir(r.Dir, r.Cwd), "the working directory")
 	if out.Allowed {

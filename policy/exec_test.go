@@ -305,3 +305,39 @@ func FuzzPlanExec(f *testing.F) {
 		}
 	})
 }
+
+// TestRedirectOutsideRootsJudgedAsShell: a redirection outside the roots
+// makes the script judged as the shell itself, while a protected target
+// stays a hard denial whatever the shell rule says.
+func TestRedirectOutsideRootsJudgedAsShell(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	withShell, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "echo"}, {Program: "sh"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noShell, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "echo"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := osResolver{path: policy.DefaultExecPath, dir: dir}
+	tests := []struct {
+		script    string
+		p         *policy.Policy
+		allowed   bool
+		tier      policy.Tier
+		rule      string
+		detailHas string
+	}{
+		{"echo x > " + outside + "/f", withShell, true, 0, "echo", ""},
+		{"echo x > " + outside + "/f", noShell, false, policy.TierSoft, "programs need an exec rule", "judged as the shell"},
+		{"echo x > .git/hooks/pre-commit", withShell, false, policy.TierHard, ".git/hooks", "redirection target"},
+		{"echo x < /etc/hostname > out", noShell, true, 0, "echo", ""},
+	}
+	for _, tt := range tests {
+		pl := policy.PlanExec(r, "sh", []string{"sh", "-c", tt.script})
+		d := (&policy.ExecRequest{Plan: pl, Dir: dir, Cwd: dir}).Decide(tt.p)
+		if d.Allowed != tt.allowed || d.Tier != tt.tier || d.Rule.Pattern != tt.rule || !strings.Contains(d.Detail, tt.detailHas) {
+			t.Errorf("%q: %+v (%v)", tt.script, d, d.Rule)
+		}
+	}
+}
