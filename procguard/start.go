@@ -46,13 +46,10 @@ func (c *Cmd) Start() error {
 	spec := pr.pol.Exec()
 
 	home, tmp := spec.Home, spec.TmpDir
-	if home == "" {
-		home = pr.req.Dir
-	}
-	if tmp == "" {
-		tmp = pr.req.Dir
-	}
 	for _, d := range []string{home, tmp} {
+		if d == "" {
+			continue // the command's directory, which the decision covered
+		}
 		rd, err := policy.Resolve(policy.OSFS{}, d, "/", true)
 		if err == nil {
 			if dec := pr.pol.CheckPath(policy.OpWrite, rd, pr.cwd); !dec.Allowed {
@@ -63,6 +60,12 @@ func (c *Cmd) Start() error {
 			c.closeAll(c.closeAfterStart, c.closeAfterWait)
 			return fmt.Errorf("procguard: the policy's exec Home/TmpDir %s: %w", d, err)
 		}
+	}
+	if home == "" {
+		home = pr.req.Dir
+	}
+	if tmp == "" {
+		tmp = pr.req.Dir
 	}
 	var rules []*policy.Rule
 	for _, p := range pr.pols {
