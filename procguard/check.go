@@ -138,12 +138,16 @@ func (c *Cmd) prepare() *prepared {
 		cwd, err = policy.Resolve(policy.OSFS{}, cwd, "/", true)
 	}
 	if err != nil {
-		invalid = append(invalid, "host working directory cannot be resolved")
+		cwd = "" // no "." root; only an absolute Dir can be judged
 	}
 	pr.cwd = cwd
 	dir := c.Dir
 	if dir == "" {
 		dir = cwd
+	}
+	if dir == "" || (!filepath.IsAbs(dir) && cwd == "") {
+		invalid = append(invalid, "the host working directory cannot be resolved; set an absolute Dir")
+		dir = "/"
 	}
 	if rd, err := policy.Resolve(policy.OSFS{}, dir, cwd, true); err != nil {
 		invalid = append(invalid, "working directory cannot be resolved: "+err.Error())
