@@ -341,3 +341,31 @@ func TestRedirectOutsideRootsJudgedAsShell(t *testing.T) {
 		}
 	}
 }
+
+func FuzzPlanWrappers(f *testing.F) {
+	f.Add("env", "-u", "X", "true")
+	f.Add("timeout", "-k", "1", "5")
+	f.Add("xargs", "-n1", "-0", "echo")
+	f.Add("find", ".", "-exec", ";")
+	f.Add("sudo", "-u", "root", "--")
+	// Only echo is allowed; wrappers must never let anything else through.
+	p, err := policy.New(policy.Spec{WriteRoots: []string{f.TempDir()}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "echo"}}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	dir := f.TempDir()
+	r := osResolver{path: p.ExecPath(), dir: dir}
+	f.Fuzz(func(t *testing.T, w, a, b, c string) {
+		argv := []string{w, a, b, c}
+		pl := policy.PlanExec(r, w, argv)
+		d := (&policy.ExecRequest{Plan: pl, Dir: dir, Cwd: dir}).Decide(p)
+		if !d.Allowed {
+			return
+		}
+		for _, cmd := range pl.Commands {
+			if filepath.Base(cmd.Program) != "echo" {
+				t.Fatalf("%q allowed running %q", argv, cmd.Argv)
+			}
+		}
+	})
+}
