@@ -279,6 +279,12 @@ func TestCheckExecNoAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { p.CheckExec(git, argv) }); n != 0 {
 		t.Fatalf("CheckExec allocates %v", n)
 	}
+	dir := t.TempDir()
+	pl := policy.PlanExec(osResolver{path: p.ExecPath(), dir: dir}, "sh", []string{"sh", "-c", "git status && git diff > out.txt"})
+	req := &policy.ExecRequest{Plan: pl, Dir: dir, Cwd: dir}
+	if n := testing.AllocsPerRun(100, func() { req.Decide(p) }); n != 0 {
+		t.Fatalf("ExecRequest.Decide allocates %v", n)
+	}
 }
 
 func BenchmarkCheckExec(b *testing.B) {
