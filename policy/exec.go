@@ -40,6 +40,10 @@ type ExecSpec struct {
 	RequireLandlock bool
 	// NoLandlock turns kernel confinement of children off (recorded).
 	NoLandlock bool
+	// DenyNetwork keeps children from opening TCP connections or binding
+	// TCP ports (Landlock ABI 4+). On an older ABI it is a Start error with
+	// RequireLandlock and a recorded downgrade otherwise.
+	DenyNetwork bool
 	// NoCgroup skips the per-command cgroup v2: starts are cheaper, but a
 	// child that left its process group (setsid) survives the kill.
 	NoCgroup bool
@@ -152,8 +156,8 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 	if spec.Timeout < 0 || spec.MaxTimeout < 0 {
 		fail("exec timeout", spec.Timeout.String(), "code", errors.New("negative timeout"))
 	}
-	if spec.RequireLandlock && spec.NoLandlock {
-		fail("exec landlock", "RequireLandlock+NoLandlock", "code", errors.New("contradictory switches"))
+	if (spec.RequireLandlock || spec.DenyNetwork || spec.LandlockExecOnlyAllowed) && spec.NoLandlock {
+		fail("exec landlock", "NoLandlock", "code", errors.New("contradicts RequireLandlock, DenyNetwork or LandlockExecOnlyAllowed"))
 	}
 	for i, r := range spec.Rules {
 		src := r.Source

@@ -34,8 +34,11 @@ func (c *Cmd) plannedConfinement(pr *prepared) string {
 		return "landlock=none (" + err.Error() + ")"
 	}
 	sig := ""
+	if spec.DenyNetwork && abi >= 4 {
+		sig += "; no TCP connect or bind"
+	}
 	if abi >= 6 {
-		sig = "; no signals to processes outside the child's domain"
+		sig += "; no signals to processes outside the child's domain"
 	}
 	if spec.LandlockExecOnlyAllowed {
 		return fmt.Sprintf("landlock=abi %d (write roots rw, everything else r, execute only allowed programs and their interpreters%s; %s)", abi, sig, noteProtected)
@@ -82,7 +85,14 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		}
 		return nil, err.Error(), nil
 	}
-	rs := &landlock.Ruleset{ABI: abi, Scoped: landlock.ScopeSignal}
+	rs := &landlock.Ruleset{ABI: abi, Scoped: landlock.ScopeSignal, DenyTCP: spec.DenyNetwork}
+	note := noteProtected
+	if spec.DenyNetwork && abi < 4 {
+		if spec.RequireLandlock {
+			return nil, "", fmt.Errorf("procguard: the policy denies children the network, which needs Landlock ABI 4 (this kernel has %d)", abi)
+		}
+		note += "; network not restricted: Landlock ABI 4 needed"
+	}
 	everywhere, writable := uint64(landlock.ReadExec), landlock.HandledFS(abi)
 	if spec.LandlockExecOnlyAllowed {
 		everywhere &^= landlock.Execute
@@ -105,7 +115,7 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 	if len(rs.Rules) == 0 {
 		return nil, "", errors.New("procguard: empty Landlock ruleset")
 	}
-	return rs, noteProtected, nil
+	return rs, note, nil
 }
 
 // executables are the files a child may execute under

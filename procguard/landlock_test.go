@@ -2,7 +2,9 @@ package procguard_test
 
 import (
 	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -162,4 +164,54 @@ func TestLandlockChildCannotSignalHost(t *testing.T) {
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("signal inside the domain: %v %q", err, out)
 	}
+}
+
+// TestLandlockDenyNetwork: with ExecSpec.DenyNetwork a child cannot connect
+// to a loopback server that an unrestricted child reaches.
+func TestLandlockDenyNetwork(t *testing.T) {
+	if abi := needLandlock(t); abi < 4 {
+		t.Skipf("Landlock ABI %d cannot restrict TCP (needs 4)", abi)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash (for /dev/tcp) not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	for _, deny := range []bool{false, true} {
+		e := setup(t, policy.ExecSpec{Rules: allow("bash"), DenyNetwork: deny})
+		c := procguard.CommandContext(e.ctx, "bash", "-c", `echo hi > "/dev/tcp/127.0.0.1/$1"`, "bash", port)
+		c.Dir = e.dir
+		out, err := c.CombinedOutput()
+		if !deny {
+			if err != nil {
+				t.Fatalf("control: %v %q", err, out)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(string(out), "Permission denied") {
+			t.Fatalf("DenyNetwork child connected: %v %q", err, out)
+		}
+		if c.Confinement.Landlock.HandledNet == 0 {
+			t.Fatalf("not recorded: %+v", c.Confinement.Landlock)
+		}
+	}
+	// The host still dials freely.
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("host restricted: %v", err)
+	}
+	conn.Close()
 }

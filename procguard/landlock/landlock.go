@@ -74,7 +74,17 @@ type Ruleset struct {
 	// from signalling processes outside its domain (the host among them).
 	// Ignored below ABI 6.
 	Scoped uint64
+	// DenyTCP handles TCP bind and connect with no rule allowing them, so
+	// the domain may open no TCP socket to anywhere (ABI 4+; ignored
+	// below, which Status.HandledNet shows).
+	DenyTCP bool
 }
+
+// Network rights (ABI 4).
+const (
+	NetBindTCP    = 0x1
+	NetConnectTCP = 0x2
+)
 
 // IPC scopes (ABI 6).
 const (
@@ -87,6 +97,8 @@ type Status struct {
 	ABI     int    // the ABI used, 0 when nothing was enforced
 	Handled uint64 // the rights the domain restricts
 	Scoped  uint64 // the IPC scopes enforced (ABI 6+)
+	// HandledNet are the network rights restricted, none of them granted.
+	HandledNet uint64
 	// Rules are the rules actually added (paths that exist), in order.
 	Rules []Rule
 	// Skipped lists rules that could not be added, with the reason.
@@ -100,6 +112,9 @@ func (s Status) String() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "abi %d fs=%#x", s.ABI, s.Handled)
+	if s.HandledNet != 0 {
+		b.WriteString(" tcp=denied")
+	}
 	if s.Scoped&ScopeSignal != 0 {
 		b.WriteString(" scope=signal")
 	}

@@ -100,8 +100,12 @@ func (rs *Ruleset) restrictThread() (Status, error) {
 	handled := HandledFS(rs.ABI)
 	attr := rulesetAttr{handledFS: handled}
 	// The attribute's size grows with the ABI; pass only what this kernel
-	// knows: 8 bytes (fs) before ABI 6, 24 (fs, net, scoped) from it.
+	// knows: 8 bytes (fs), 16 with net (ABI 4+), 24 with scopes (ABI 6+).
 	size := uintptr(8)
+	if rs.ABI >= 4 && rs.DenyTCP {
+		attr.handledNet = NetBindTCP | NetConnectTCP
+		size = 16
+	}
 	if rs.ABI >= 6 && rs.Scoped != 0 {
 		attr.scoped = rs.Scoped & (ScopeSignal | ScopeAbstractUnixSocket)
 		size = unsafe.Sizeof(attr)
@@ -138,6 +142,6 @@ func (rs *Ruleset) restrictThread() (Status, error) {
 	if _, _, e := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); e != 0 {
 		return st, fmt.Errorf("landlock: restrict thread: %w", e)
 	}
-	st.ABI, st.Handled, st.Scoped = rs.ABI, handled, attr.scoped
+	st.ABI, st.Handled, st.Scoped, st.HandledNet = rs.ABI, handled, attr.scoped, attr.handledNet
 	return st, nil
 }

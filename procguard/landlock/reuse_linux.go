@@ -46,6 +46,9 @@ func rulesKey(rs *Ruleset) string {
 	b.WriteString(strconv.Itoa(rs.ABI))
 	b.WriteByte('/')
 	b.WriteString(strconv.FormatUint(rs.Scoped, 16))
+	if rs.DenyTCP {
+		b.WriteString("/notcp")
+	}
 	for _, r := range rs.Rules {
 		b.WriteByte(0)
 		b.WriteString(r.Path)
