@@ -22,7 +22,7 @@ type ExecSpec struct {
 	Path []string
 	// Env names host variables a child may receive (exact names, or a
 	// prefix ending in "*"). Naming an injection or secret-looking variable
-	// here lets it through.
+	// exactly lets it through; a prefix pattern never does.
 	Env []string
 	// Home and TmpDir are HOME and TMPDIR for children; each must lie inside
 	// a write root. Empty means the command's working directory.
@@ -93,7 +93,9 @@ type ExecRule struct {
 	// Deny makes this a deny rule (a hard denial).
 	Deny bool
 	// Env names variables the matched command may receive even though they
-	// are injection or secret-looking ("GIT_SSH_COMMAND", "GH_TOKEN").
+	// are injection or secret-looking ("GIT_SSH_COMMAND", "GH_TOKEN"):
+	// exact names for those, or prefixes ending in "*" for other host
+	// variables to inherit.
 	Env []string
 	// Match and NoMatch are example argument lists (after the program name)
 	// this rule must and must not match; Build fails otherwise.
@@ -375,20 +377,31 @@ func (p *Policy) ExecPath() []string { return append([]string(nil), p.exec.path.
 // Exec returns the exec settings the policy was built with (rules as given).
 func (p *Policy) Exec() ExecSpec { return p.exec.spec }
 
-// envAllowedFor reports whether a rule deciding program lets variable name
-// through.
-func (p *Policy) envAllowedFor(name string, rules []*Rule) bool {
-	if p.exec.env.has(name) {
+// envNamed reports whether the policy's Env or one of the rules that
+// allowed the command names variable name. exact limits it to exact names:
+// prefix patterns ("MY_*") never let an injection or secret-looking
+// variable through.
+func (p *Policy) envNamed(name string, rules []*Rule, exact bool) bool {
+	if p.exec.env.match(name, exact) {
 		return true
 	}
 	for _, er := range p.exec.all {
 		for _, r := range rules {
-			if er.r == r && er.env.has(name) {
+			if er.r == r && er.env.match(name, exact) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// envPasses reports whether variable name may reach a child: injection and
+// secret-looking names only when named exactly.
+func (p *Policy) envPasses(name string, rules []*Rule) bool {
+	if IsInjectionVar(name) || IsSecretVar(name) {
+		return p.envNamed(name, rules, true)
+	}
+	return true
 }
 
 // nameSet matches variable names exactly or by a prefix ending in "*".
@@ -409,9 +422,12 @@ func newNameSet(names []string) nameSet {
 	return s
 }
 
-func (s nameSet) has(name string) bool {
+func (s nameSet) match(name string, exact bool) bool {
 	if s.exact[name] {
 		return true
+	}
+	if exact {
+		return false
 	}
 	for _, p := range s.prefixes {
 		if strings.HasPrefix(name, p) {

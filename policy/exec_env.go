@@ -103,22 +103,11 @@ func (p *Policy) ExecEnv(in ExecEnvInput) (env, dropped []string) {
 			put(k, v)
 		}
 	}
-	allowed := func(k string) bool {
-		if k == "PATH" || k == "HOME" || k == "TMPDIR" || k == "" || strings.ContainsAny(k, "\x00") {
-			return false
-		}
-		if IsInjectionVar(k) || IsSecretVar(k) {
-			return p.envAllowedFor(k, in.Rules)
-		}
-		return true
-	}
+	reserved := func(k string) bool { return k == "PATH" || k == "HOME" || k == "TMPDIR" }
 	if in.Set == nil {
 		for _, kv := range in.Host {
 			k, v, _ := strings.Cut(kv, "=")
-			if !p.exec.env.has(k) && !p.envAllowedFor(k, in.Rules) {
-				continue
-			}
-			if k == "PATH" || k == "HOME" || k == "TMPDIR" {
+			if reserved(k) || !p.envNamed(k, in.Rules, false) || !p.envPasses(k, in.Rules) {
 				continue
 			}
 			put(k, v)
@@ -126,13 +115,14 @@ func (p *Policy) ExecEnv(in ExecEnvInput) (env, dropped []string) {
 	} else {
 		for _, kv := range in.Set {
 			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
+			if !ok || k == "" || strings.IndexByte(k, 0) >= 0 || strings.IndexByte(v, 0) >= 0 {
 				continue
 			}
-			if !allowed(k) {
-				if k != "PATH" && k != "HOME" && k != "TMPDIR" {
-					dropped = append(dropped, k)
-				}
+			if reserved(k) {
+				continue
+			}
+			if !p.envPasses(k, in.Rules) {
+				dropped = append(dropped, k)
 				continue
 			}
 			put(k, v)

@@ -60,7 +60,7 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 		}
 	}
 	for _, name := range r.Plan.Assigns {
-		if (IsInjectionVar(name) || IsSecretVar(name)) && !p.exec.env.has(name) {
+		if !p.envPasses(name, nil) {
 			worse(Deny(TierHard, ruleEnvInjection, "a wrapper sets a loader, interpreter or secret variable"), "")
 		}
 	}

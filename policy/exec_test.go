@@ -375,3 +375,16 @@ func FuzzPlanWrappers(f *testing.F) {
 		}
 	})
 }
+
+func TestExecEnvPrefixNeverPassesSecrets(t *testing.T) {
+	p, err := policy.New(policy.Spec{Exec: policy.ExecSpec{Env: []string{"*", "EXACT_TOKEN"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := []string{"A=1", "LD_PRELOAD=x", "MY_TOKEN=t", "EXACT_TOKEN=e"}
+	env, _ := p.ExecEnv(policy.ExecEnvInput{Host: host, Home: "/h", Tmp: "/t"})
+	got := strings.Join(env, " ")
+	if !strings.Contains(got, "A=1") || !strings.Contains(got, "EXACT_TOKEN=e") || strings.Contains(got, "LD_PRELOAD") || strings.Contains(got, "MY_TOKEN") {
+		t.Fatalf("env %s", got)
+	}
+}
