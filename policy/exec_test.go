@@ -388,3 +388,24 @@ func TestExecEnvPrefixNeverPassesSecrets(t *testing.T) {
 		t.Fatalf("env %s", got)
 	}
 }
+
+func TestCodeRunningFlagRules(t *testing.T) {
+	git := real(t, "git")
+	rules := append([]policy.ExecRule{{Program: "git", Args: []string{"diff"}}}, policy.CodeRunningFlagRules(nil)...)
+	p, err := policy.New(policy.Spec{Exec: policy.ExecSpec{Rules: rules}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for argv, want := range map[string]bool{
+		"git diff":                       true,
+		"git diff --ext-diff":            false,
+		"git diff --output=/etc/passwd":  false,
+		"git -c core.pager=sh diff":      false,
+		"git diff --open-files-in-pager": false,
+	} {
+		d := p.CheckExec(git, strings.Fields(argv))
+		if d.Allowed != want || (!want && (d.Tier != policy.TierHard || d.Rule.Source != "builtin")) {
+			t.Errorf("%s: %+v %v", argv, d, d.Rule)
+		}
+	}
+}
