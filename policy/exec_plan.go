@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"path/filepath"
 	"strings"
 
@@ -59,8 +58,6 @@ type ExecPlan struct {
 }
 
 const maxPlanDepth = 8
-
-var errUnresolvedTarget = errors.New("redirection target could not be resolved")
 
 // PlanExec unwraps shells (sh, bash, dash, zsh with -c or -lc) and wrappers
 // (env, timeout, nice, nohup, setsid, stdbuf, ionice, xargs, find -exec,
