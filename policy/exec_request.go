@@ -23,7 +23,6 @@ var (
 		Hint: "set Cmd.Dir to a directory inside a write root (or a read root with ExecSpec.DirInReadRoots)"}
 	ruleOpenArgs = &Rule{Kind: KindExec, Pattern: "arguments from input cannot pass deny rules", Source: "builtin",
 		Hint: "xargs and find -exec {} append arguments the policy cannot see; the program has deny rules, so run it directly"}
-	ruleDevices = &Rule{Kind: KindExec, Pattern: "standard streams and /dev/null", Source: "builtin"}
 )
 
 // Decide implements audit.Request: the strictest decision over every
