@@ -51,7 +51,6 @@ type Cmd struct {
 	x       *exec.Cmd
 	started bool
 	waited  bool
-	waitErr error
 
 	outW, errW                      *capWriter
 	closeAfterStart, closeAfterWait []io.Closer
