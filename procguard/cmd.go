@@ -40,8 +40,8 @@ type Cmd struct {
 
 	Process      *os.Process
 	ProcessState *os.ProcessState
-	// Err is a lookup error found by CommandContext (like exec.Cmd.Err);
-	// Start returns it.
+	// Err, when set, is returned by Start (as exec.Cmd.Err). CommandContext
+	// leaves it nil: the lookup happens at Start, with the policy's PATH.
 	Err error
 
 	// Confinement says what was enforced on the child; set by Start.
