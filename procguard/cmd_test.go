@@ -422,3 +422,17 @@ func TestCancelledBeforeStart(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestOffModeSkipsChecks(t *testing.T) {
+	e := setup(t, policy.ExecSpec{}, audit.WithMode(audit.Exec, audit.Off))
+	c := procguard.CommandContext(e.ctx, "echo", "off")
+	c.Dir = e.dir
+	out, err := c.Output()
+	if err != nil || string(out) != "off\n" || len(e.rec.Records()) != 0 {
+		t.Fatalf("%q %v %+v", out, err, e.rec.Records())
+	}
+	// The child is still supervised and confined.
+	if c.Confinement.ProcessGroup == 0 {
+		t.Fatalf("%+v", c.Confinement)
+	}
+}
