@@ -6,4 +6,5 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/pelletier/go-toml/v2 v2.4.3
 	golang.org/x/sys v0.49.0
+	mvdan.cc/sh/v3 v3.14.1
 )

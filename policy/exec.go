@@ -1,10 +1,438 @@
 package policy
 
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
 // ExecSpec holds the rules for starting processes. With no rules, every
 // program is denied.
-type ExecSpec struct{}
+type ExecSpec struct {
+	// Rules allow or deny programs, optionally narrowed to argument
+	// prefixes. Strictest wins: any matching deny rule beats every allow.
+	Rules []ExecRule
+	// Path is the search path for bare program names, for the policy's
+	// rules and for every guarded command: the host's PATH is never used.
+	// Every entry must be absolute. Empty means DefaultExecPath.
+	Path []string
+	// Env names host variables a child may receive (exact names, or a
+	// prefix ending in "*"). Naming an injection or secret-looking variable
+	// exactly lets it through; a prefix pattern never does.
+	Env []string
+	// Home and TmpDir are HOME and TMPDIR for children; each must lie inside
+	// a write root. Empty means the command's working directory.
+	Home, TmpDir string
+	// Timeout is the default hard timeout of every command (0: none).
+	// MaxTimeout, when set, caps per-command overrides and the default.
+	Timeout, MaxTimeout time.Duration
+	// Limits are rlimits applied to each child right after it starts.
+	Limits ExecLimits
+	// DirInReadRoots lets a command's working directory lie in a read root,
+	// not only in a write root.
+	DirInReadRoots bool
+	// RequireLandlock makes a missing or partial Landlock an error at Start
+	// instead of a recorded downgrade.
+	RequireLandlock bool
+	// NoLandlock turns kernel confinement of children off (recorded).
+	NoLandlock bool
+	// DenyNetwork keeps children from opening TCP connections or binding
+	// TCP ports (Landlock ABI 4+). On an older ABI it is a Start error with
+	// RequireLandlock and a recorded downgrade otherwise.
+	DenyNetwork bool
+	// NoCgroup skips the per-command cgroup v2: starts are cheaper, but a
+	// child that left its process group (setsid) survives the kill.
+	NoCgroup bool
+	// LandlockExecOnlyAllowed narrows the child's Landlock domain further:
+	// only programs with an allow rule (and the interpreters and loaders
+	// they need) may be executed, and write roots lose the execute right,
+	// so a child cannot run a program an opaque script names or one it just
+	// wrote. Off by default: tools that run helper programs (git's
+	// git-core commands, compilers) need rules for those too.
+	LandlockExecOnlyAllowed bool
+	// OutputLimit caps each captured stream (Stdout, Stderr, Output) in
+	// bytes; the rest is drained and dropped. 0 means DefaultOutputLimit;
+	// negative means no cap.
+	OutputLimit int64
+}
+
+// ExecLimits are per-child resource limits; zero fields are left alone.
+type ExecLimits struct {
+	CPUSeconds   uint64 // RLIMIT_CPU
+	FileSize     uint64 // RLIMIT_FSIZE, bytes
+	AddressSpace uint64 // RLIMIT_AS, bytes
+	OpenFiles    uint64 // RLIMIT_NOFILE
+}
+
+// DefaultExecPath is the search path when ExecSpec.Path is empty.
+var DefaultExecPath = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// DefaultOutputLimit caps each captured output stream when the policy does
+// not say otherwise.
+const DefaultOutputLimit = 16 << 20
+
+// ExecRule allows or denies one program, optionally only for argument
+// lists that start with Args.
+type ExecRule struct {
+	// Program is an absolute path or a bare name looked up in the policy's
+	// Path when the policy is built. The rule applies to the program's real
+	// path (symbolic links resolved), whatever name a command uses.
+	Program string
+	// Args is a token prefix of the arguments after the program name; empty
+	// matches any arguments. A token "*" matches any one argument.
+	//
+	// Allow rules match at the start of the arguments. Deny rules match the
+	// token sequence anywhere in the arguments, and a deny token "--flag"
+	// also matches "--flag=value", "-f" also matches "-fvalue": deny
+	// "git -c" denies "git -C dir -c x=y status" too.
+	Args []string
+	// Deny makes this a deny rule (a hard denial).
+	Deny bool
+	// Env names variables the matched command may receive even though they
+	// are injection or secret-looking ("GIT_SSH_COMMAND", "GH_TOKEN"):
+	// exact names for those, or prefixes ending in "*" for other host
+	// variables to inherit.
+	Env []string
+	// Match and NoMatch are example argument lists (after the program name)
+	// this rule must and must not match; Build fails otherwise.
+	Match, NoMatch [][]string
+	// Source is the provenance ("code" when empty).
+	Source string
+}
 
 // execRules is the validated, indexed form of an ExecSpec.
-type execRules struct{}
+type execRules struct {
+	spec     ExecSpec
+	path     []string
+	programs map[string]*programRules // by real path
+	env      nameSet
+	all      []*execRule
+}
 
-func (r *execRules) build(spec ExecSpec, p *Policy) error { return nil }
+type programRules struct {
+	allow, deny []*execRule
+	anyDeny     bool
+}
+
+type execRule struct {
+	rule ExecRule
+	prog string // real path
+	r    *Rule
+	env  nameSet
+}
+
+var (
+	ruleNoExecRule = &Rule{Kind: KindExec, Pattern: "programs need an exec rule", Source: "builtin",
+		Hint: "add an exec rule (policy.ExecRule) for the program and its arguments, or rescue the call in BeforeDeny"}
+	ruleExecInvalid = &Rule{Kind: KindInvalid, Pattern: "exec needs an absolute, resolved program", Source: "builtin",
+		Hint: "use a bare name found in the policy's PATH or an absolute path; relative names and relative PATH entries are refused"}
+	ruleExecNotFound = &Rule{Kind: KindExec, Pattern: "the program is not in the policy's PATH", Source: "builtin",
+		Hint: "install it in a directory of the policy's exec Path, or name it by absolute path"}
+)
+
+func (x *execRules) build(spec ExecSpec, p *Policy) error {
+	spec.Rules = append([]ExecRule(nil), spec.Rules...)
+	spec.Path = append([]string(nil), spec.Path...)
+	spec.Env = append([]string(nil), spec.Env...)
+	x.spec = spec
+	x.programs = map[string]*programRules{}
+	var errs []error
+	fail := func(field, value, src string, err error) {
+		errs = append(errs, &EntryError{Field: field, Value: value, Source: src, Err: err})
+	}
+	x.path = spec.Path
+	if len(x.path) == 0 {
+		x.path = DefaultExecPath
+	}
+	for _, d := range x.path {
+		if !filepath.IsAbs(d) {
+			fail("exec path", d, "code", errors.New("PATH entries must be absolute"))
+		}
+	}
+	x.path = append([]string(nil), x.path...)
+	x.env = newNameSet(spec.Env)
+	if spec.Timeout < 0 || spec.MaxTimeout < 0 {
+		fail("exec timeout", spec.Timeout.String(), "code", errors.New("negative timeout"))
+	}
+	if (spec.RequireLandlock || spec.DenyNetwork || spec.LandlockExecOnlyAllowed) && spec.NoLandlock {
+		fail("exec landlock", "NoLandlock", "code", errors.New("contradicts RequireLandlock, DenyNetwork or LandlockExecOnlyAllowed"))
+	}
+	for i, r := range spec.Rules {
+		src := r.Source
+		if src == "" {
+			src = "code"
+		}
+		r.Source = src
+		prog, err := x.programPath(r.Program)
+		if err != nil {
+			fail("exec rule", r.Program, src, err)
+			continue
+		}
+		for _, a := range r.Args {
+			if a == "" || strings.IndexByte(a, 0) >= 0 {
+				fail("exec rule", r.Program, src, fmt.Errorf("rule %d: empty or NUL argument token", i))
+			}
+		}
+		pat := r.Program
+		if len(r.Args) > 0 {
+			pat += " " + strings.Join(r.Args, " ")
+		}
+		if r.Deny {
+			pat = "deny " + pat
+		}
+		hint := "add an allow rule for this argument prefix, or rescue the call in BeforeDeny"
+		if r.Deny {
+			hint = "drop the deny rule, or opt in with audit.WithRescueHard and rescue it in BeforeDeny"
+		}
+		er := &execRule{rule: r, prog: prog, env: newNameSet(r.Env),
+			r: &Rule{Kind: KindExec, Pattern: pat, Source: src, Hint: hint}}
+		for _, ex := range r.Match {
+			if !er.matches(ex) {
+				fail("exec rule", pat, src, fmt.Errorf("example %q does not match", ex))
+			}
+		}
+		for _, ex := range r.NoMatch {
+			if er.matches(ex) {
+				fail("exec rule", pat, src, fmt.Errorf("counter-example %q matches", ex))
+			}
+		}
+		pr := x.programs[prog]
+		if pr == nil {
+			pr = &programRules{}
+			x.programs[prog] = pr
+		}
+		if r.Deny {
+			pr.deny = append(pr.deny, er)
+			pr.anyDeny = true
+		} else {
+			pr.allow = append(pr.allow, er)
+		}
+		x.all = append(x.all, er)
+		p.rules = append(p.rules, er.r)
+	}
+	for _, pair := range []struct{ name, v string }{{"exec home", spec.Home}, {"exec tmpdir", spec.TmpDir}} {
+		if pair.v != "" && !filepath.IsAbs(pair.v) {
+			fail(pair.name, pair.v, "code", errors.New("not an absolute path"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// programPath resolves a rule's program at build time.
+func (x *execRules) programPath(name string) (string, error) {
+	switch {
+	case name == "":
+		return "", errors.New("empty program")
+	case strings.IndexByte(name, 0) >= 0:
+		return "", errors.New("contains a NUL byte")
+	case !filepath.IsAbs(name) && strings.ContainsRune(name, '/'):
+		return "", errors.New("relative program names are refused; use a bare name or an absolute path")
+	}
+	if !filepath.IsAbs(name) {
+		found, err := LookPath(name, x.path)
+		if err != nil {
+			return "", err
+		}
+		name = found
+	}
+	real, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return "", err
+	}
+	return real, nil
+}
+
+// ErrRelativeName is returned by LookPath for names like "./tool" or
+// "bin/tool": guarded commands name programs by bare name or absolute path.
+var ErrRelativeName = errors.New("relative program names are refused")
+
+// ErrProgramNotFound is returned by LookPath when no PATH entry holds an
+// executable of that name.
+var ErrProgramNotFound = errors.New("executable file not found in the policy's PATH")
+
+// LookPath finds name in path (absolute entries only; relative ones are
+// skipped, never searched) and returns the absolute, unresolved file. An
+// absolute name is returned as is when it is an executable file.
+func LookPath(name string, path []string) (string, error) {
+	if filepath.IsAbs(name) {
+		if err := isExecutable(name); err != nil {
+			return "", err
+		}
+		return filepath.Clean(name), nil
+	}
+	if name == "" || strings.ContainsRune(name, '/') || name == "." || name == ".." {
+		return "", ErrRelativeName
+	}
+	for _, d := range path {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		f := filepath.Join(d, name)
+		if isExecutable(f) == nil {
+			return f, nil
+		}
+	}
+	return "", ErrProgramNotFound
+}
+
+func isExecutable(f string) error {
+	fi, err := os.Stat(f)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s: %w", f, errors.New("not an executable file"))
+	}
+	return nil
+}
+
+// matches reports whether the rule matches args (the arguments after the
+// program name).
+func (r *execRule) matches(args []string) bool {
+	pre := r.rule.Args
+	if len(pre) == 0 {
+		return true
+	}
+	if !r.rule.Deny {
+		return len(args) >= len(pre) && tokensMatch(pre, args[:len(pre)], false)
+	}
+	for i := 0; i+len(pre) <= len(args); i++ {
+		if tokensMatch(pre, args[i:i+len(pre)], true) {
+			return true
+		}
+	}
+	return false
+}
+
+func tokensMatch(pat, args []string, loose bool) bool {
+	for i, p := range pat {
+		a := args[i]
+		if p == "*" || p == a {
+			continue
+		}
+		if loose && len(p) > 1 && p[0] == '-' && strings.HasPrefix(a, p) {
+			if strings.HasPrefix(p, "--") {
+				if a[len(p)] == '=' {
+					continue
+				}
+			} else if len(p) == 2 {
+				continue
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// CheckExec decides whether the program (its real, absolute path) may run
+// with argv (argv[0] is the name as given and is not matched). It judges
+// this one command only: shells and wrappers are unwrapped by PlanExec and
+// judged command by command by ExecRequest. CheckExec makes no system call
+// and does not allocate.
+func (p *Policy) CheckExec(program string, argv []string) Decision {
+	if len(program) == 0 || program[0] != '/' {
+		return Deny(TierInvalid, ruleExecInvalid, "program not resolved to an absolute path")
+	}
+	var args []string
+	if len(argv) > 1 {
+		args = argv[1:]
+	}
+	pr := p.exec.programs[program]
+	if pr == nil {
+		return Deny(TierSoft, ruleNoExecRule, "")
+	}
+	for _, r := range pr.deny {
+		if r.matches(args) {
+			return Deny(TierHard, r.r, "")
+		}
+	}
+	for _, r := range pr.allow {
+		if r.matches(args) {
+			return Allow(r.r)
+		}
+	}
+	return Deny(TierSoft, ruleNoExecRule, "no rule for the program allows these arguments")
+}
+
+// ExecPrograms returns the real paths of the programs some allow rule
+// names, sorted.
+func (p *Policy) ExecPrograms() []string {
+	var out []string
+	for prog, pr := range p.exec.programs {
+		if len(pr.allow) > 0 {
+			out = append(out, prog)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ExecPath returns the policy's search path for programs.
+func (p *Policy) ExecPath() []string { return append([]string(nil), p.exec.path...) }
+
+// Exec returns the exec settings the policy was built with (rules as given).
+func (p *Policy) Exec() ExecSpec { return p.exec.spec }
+
+// envNamed reports whether the policy's Env or one of the rules that
+// allowed the command names variable name. exact limits it to exact names:
+// prefix patterns ("MY_*") never let an injection or secret-looking
+// variable through.
+func (p *Policy) envNamed(name string, rules []*Rule, exact bool) bool {
+	if p.exec.env.match(name, exact) {
+		return true
+	}
+	for _, er := range p.exec.all {
+		for _, r := range rules {
+			if er.r == r && er.env.match(name, exact) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// envPasses reports whether variable name may reach a child: injection and
+// secret-looking names only when named exactly.
+func (p *Policy) envPasses(name string, rules []*Rule) bool {
+	if IsInjectionVar(name) || IsSecretVar(name) {
+		return p.envNamed(name, rules, true)
+	}
+	return true
+}
+
+// nameSet matches variable names exactly or by a prefix ending in "*".
+type nameSet struct {
+	exact    map[string]bool
+	prefixes []string
+}
+
+func newNameSet(names []string) nameSet {
+	s := nameSet{exact: map[string]bool{}}
+	for _, n := range names {
+		if strings.HasSuffix(n, "*") {
+			s.prefixes = append(s.prefixes, strings.TrimSuffix(n, "*"))
+		} else if n != "" {
+			s.exact[n] = true
+		}
+	}
+	return s
+}
+
+func (s nameSet) match(name string, exact bool) bool {
+	if s.exact[name] {
+		return true
+	}
+	if exact {
+		return false
+	}
+	for _, p := range s.prefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}

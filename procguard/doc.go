@@ -1,3 +1,22 @@
-// Package procguard will provide the guarded process runner shaped like
-// os/exec: commands are denied unless an exec rule of the policy allows them.
+// Package procguard is auditguard's process runner, shaped like os/exec:
+// CommandContext returns a *Cmd whose Start, Run, Output and
+// CombinedOutput first ask the guard scope in the context whether the
+// program may run, and spawn nothing when it may not.
+//
+// Before asking, procguard gathers the facts (the only I/O of a decision):
+// it looks the name up in the policy's PATH (never the host's), resolves
+// symbolic links so a program is judged by its real file, unwraps shell
+// scripts (sh -c) and wrappers (env, timeout, xargs, find -exec, sudo...)
+// with policy.PlanExec, and resolves the working directory and redirection
+// targets. The decision itself is policy.ExecRequest, pure, run through
+// audit.Check like every guarded call.
+//
+// An allowed child starts from a minimal environment (policy.ExecEnv), in
+// its own process group and, when the host can, its own cgroup v2; on Linux
+// it runs under a Landlock domain derived from the policy's write roots,
+// applied to a dedicated thread so the host stays unrestricted. When the
+// leader exits, times out or its context is cancelled, the whole group (and
+// cgroup) is killed, so background jobs, nohup and double forks do not
+// survive the call. Captured output is capped per stream and keeps
+// draining. Cmd.Confinement says exactly what was enforced.
 package procguard

@@ -1,0 +1,134 @@
+package policy
+
+import "errors"
+
+// ExecRequest asks whether a planned command may start; it satisfies
+// audit.Request. Everything in it was resolved beforehand (PlanExec, Resolve),
+// so Decide makes no system call.
+type ExecRequest struct {
+	Plan ExecPlan
+	// Dir is the child's resolved working directory.
+	Dir string
+	// Cwd is the host's resolved working directory (the "." root).
+	Cwd string
+	// Invalid, when set, says why the facade found the call malformed
+	// (a relative PATH entry in the command's Env...): denied, never rescued.
+	Invalid string
+}
+
+var (
+	ruleEnvInjection = &Rule{Kind: KindExec, Pattern: "no loader, interpreter or secret variables through wrappers", Source: "builtin",
+		Hint: "name the variable in ExecSpec.Env or in the command's ExecRule.Env"}
+	ruleExecDir = &Rule{Kind: KindExec, Pattern: "commands run inside a write root", Source: "builtin",
+		Hint: "set Cmd.Dir to a directory inside a write root (or a read root with ExecSpec.DirInReadRoots)"}
+	ruleOpenArgs = &Rule{Kind: KindExec, Pattern: "arguments from input cannot pass deny rules", Source: "builtin",
+		Hint: "xargs and find -exec {} append arguments the policy cannot see; the program has deny rules, so run it directly"}
+)
+
+// Decide implements audit.Request: the strictest decision over every
+// command, wrapper, variable, redirection and the working directory.
+func (r *ExecRequest) Decide(p *Policy) Decision {
+	if r.Invalid != "" {
+		return Deny(TierInvalid, ruleExecInvalid, r.Invalid)
+	}
+	if len(r.Plan.Commands) == 0 {
+		return Deny(TierInvalid, ruleExecInvalid, "nothing to run")
+	}
+	var out Decision
+	have := false
+	worse := func(d Decision, where string) {
+		if !have || (!d.Allowed && (out.Allowed || d.Tier > out.Tier)) {
+			if !d.Allowed && d.Detail == "" {
+				d.Detail = where
+			}
+			out, have = d, true
+		}
+	}
+	inner := ""
+	if len(r.Plan.Commands) > 1 || len(r.Plan.Wrappers) > 0 {
+		inner = "in a command the call would run"
+	}
+	for i := range r.Plan.Commands {
+		c := &r.Plan.Commands[i]
+		worse(p.checkCommand(c), inner)
+	}
+	for i := range r.Plan.Wrappers {
+		c := &r.Plan.Wrappers[i]
+		if d := p.CheckExec(c.Program, c.Argv); !d.Allowed && d.Tier >= TierHard {
+			worse(d, "in a shell or wrapper the call runs through")
+		}
+	}
+	for _, name := range r.Plan.Assigns {
+		if !p.envPasses(name, nil) {
+			worse(Deny(TierHard, ruleEnvInjection, "a wrapper sets a loader, interpreter or secret variable"), "")
+		}
+	}
+	for i := range r.Plan.Redirects {
+		rd := &r.Plan.Redirects[i]
+		if isStdDevice(rd.Path) {
+			continue
+		}
+		op, where := OpRead, "a redirection source"
+		if rd.Write {
+			op, where = OpWrite, "a redirection target"
+		}
+		d := p.CheckPath(op, rd.Path, r.Cwd)
+		if !d.Allowed && d.Tier == TierSoft {
+			// Outside the roots: the script is judged as the shell itself.
+			d = p.CheckExec(rd.Shell.Program, rd.Shell.Argv)
+			where = "a redirection outside the roots: judged as the shell"
+		}
+		worse(d, where)
+	}
+	worse(p.CheckExecDir(r.Dir, r.Cwd), "the working directory")
+	if out.Allowed {
+		// Report the rule that allowed the first command, not the directory.
+		return p.checkCommand(&r.Plan.Commands[0])
+	}
+	return out
+}
+
+func (p *Policy) checkCommand(c *ExecCommand) Decision {
+	if c.Program == "" {
+		if errors.Is(c.Err, ErrRelativeName) {
+			return Deny(TierInvalid, ruleExecInvalid, "relative program name")
+		}
+		return Deny(TierSoft, ruleExecNotFound, "")
+	}
+	d := p.CheckExec(c.Program, c.Argv)
+	if d.Allowed && c.OpenArgs {
+		if pr := p.exec.programs[c.Program]; pr != nil && pr.anyDeny {
+			return Deny(TierHard, ruleOpenArgs, "")
+		}
+	}
+	return d
+}
+
+func isStdDevice(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/zero":
+		return true
+	}
+	return false
+}
+
+// CheckExecDir decides whether a command may run in dir (resolved): inside
+// a write root, or a read root when ExecSpec.DirInReadRoots is set. cwd is
+// the host's working directory, the "." root.
+func (p *Policy) CheckExecDir(dir, cwd string) Decision {
+	if len(dir) == 0 || dir[0] != '/' {
+		return Deny(TierInvalid, ruleNotResolved, "working directory not resolved")
+	}
+	d := p.CheckPath(OpChdir, dir, cwd)
+	if d.Allowed || d.Tier != TierSoft {
+		return d
+	}
+	if p.exec.spec.DirInReadRoots && p.hasReadRoots {
+		var m match
+		p.ix.walk(dir, &m)
+		if m.read != nil {
+			return Allow(m.read)
+		}
+	}
+	return Deny(TierSoft, ruleExecDir, "")
+}

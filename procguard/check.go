@@ -1,0 +1,189 @@
+package procguard
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/policy"
+)
+
+// Decision is what Check says about a command without running it.
+type Decision struct {
+	policy.Decision
+	// Err is the denial Start would return (nil when allowed).
+	Err error
+	// Program is the real path of the program named; Dir the resolved
+	// working directory.
+	Program, Dir string
+	// Plan is what the command would really run.
+	Plan policy.ExecPlan
+}
+
+// Check says whether CommandContext(ctx, name, args...).Start would be
+// allowed, and why, without spawning anything. It runs the audit pipeline
+// (callbacks and records included) like Start does.
+func Check(ctx context.Context, name string, args ...string) Decision {
+	return CommandContext(ctx, name, args...).Check()
+}
+
+// Check runs the decision Start would make, without spawning anything.
+func (c *Cmd) Check() Decision {
+	pr := c.prepare()
+	d := Decision{Err: pr.err, Program: pr.program, Dir: pr.req.Dir, Plan: pr.req.Plan}
+	if pr.ev != nil {
+		d.Decision = pr.ev.Decision
+	}
+	var de *audit.DenyError
+	if errors.As(pr.err, &de) {
+		d.Decision = de.Decision
+	} else if pr.err == nil {
+		d.Decision.Allowed = true
+	}
+	return d
+}
+
+// prepared is everything gathered and decided before a spawn.
+type prepared struct {
+	pol     *policy.Policy
+	pols    []*policy.Policy
+	path    string // LookPath result
+	program string // real path
+	req     policy.ExecRequest
+	ev      *audit.Event
+	err     error
+	cwd     string
+}
+
+// resolver implements policy.ExecResolver with the policy's PATH and the
+// command's working directory.
+type resolver struct {
+	path  []string
+	dir   string
+	cache map[string]resolved
+}
+
+type resolved struct {
+	found, real string
+	err         error
+}
+
+// lookup finds name in the policy's PATH and resolves its symbolic links,
+// once per name and prepare.
+func (r *resolver) lookup(name string) resolved {
+	if v, ok := r.cache[name]; ok {
+		return v
+	}
+	var v resolved
+	v.found, v.err = policy.LookPath(name, r.path)
+	if v.err == nil {
+		v.real, v.err = filepath.EvalSymlinks(v.found)
+	}
+	if r.cache == nil {
+		r.cache = map[string]resolved{}
+	}
+	r.cache[name] = v
+	return v
+}
+
+func (r *resolver) Program(name string) (string, error) {
+	v := r.lookup(name)
+	return v.real, v.err
+}
+
+func (r *resolver) Path(name string) (string, error) {
+	if name == "/dev/null" || name == "/dev/stdout" || name == "/dev/stderr" || name == "/dev/zero" {
+		return name, nil
+	}
+	return policy.Resolve(policy.OSFS{}, name, r.dir, true)
+}
+
+// prepare gathers the facts (LookPath, EvalSymlinks, directory, plan) and
+// runs audit.Check. It spawns nothing.
+func (c *Cmd) prepare() *prepared {
+	pr := &prepared{}
+	scope := audit.From(c.ctx)
+	ev := &audit.Event{Protocol: audit.Exec, Op: policy.OpExec, Target: c.Args[0], Argv: c.Args}
+	pr.ev = ev
+	if err := scope.Err(); err != nil {
+		pr.err = audit.Check(c.ctx, ev, &pr.req)
+		return pr
+	}
+	pr.pols = scope.Policies()
+	pr.pol = pr.pols[0]
+	name := c.Args[0]
+	if c.Path != "" && c.Path != name {
+		name = c.Path // the caller changed Path, as exec.Cmd allows
+	}
+
+	var invalid []string
+	if name != "" && !filepath.IsAbs(name) && strings.ContainsRune(name, '/') {
+		invalid = append(invalid, "relative program name "+name)
+	}
+	for _, kv := range c.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, e := range filepath.SplitList(v) {
+				if !filepath.IsAbs(e) {
+					invalid = append(invalid, "relative PATH entry "+quoteArg(e)+" in Env")
+					break
+				}
+			}
+		}
+	}
+	cwd, err := os.Getwd()
+	if err == nil {
+		cwd, err = policy.Resolve(policy.OSFS{}, cwd, "/", true)
+	}
+	if err != nil {
+		cwd = "" // no "." root; only an absolute Dir can be judged
+	}
+	pr.cwd = cwd
+	dir := c.Dir
+	if dir == "" {
+		dir = cwd
+	}
+	if dir == "" || (!filepath.IsAbs(dir) && cwd == "") {
+		invalid = append(invalid, "the host working directory cannot be resolved; set an absolute Dir")
+		dir = "/"
+	}
+	if rd, err := policy.Resolve(policy.OSFS{}, dir, cwd, true); err != nil {
+		invalid = append(invalid, "working directory cannot be resolved: "+err.Error())
+	} else {
+		dir = rd
+	}
+	r := &resolver{path: pr.pol.ExecPath(), dir: dir}
+	if v := r.lookup(name); v.err == nil {
+		pr.path, pr.program = v.found, v.real
+	}
+	pr.req = policy.ExecRequest{Plan: policy.PlanExec(r, name, c.Args), Dir: dir, Cwd: cwd, Invalid: strings.Join(invalid, "; ")}
+	ev.Program = pr.program
+	ev.Resolved = pr.program
+	ev.Detail = "dir=" + dir
+	if runs := planSummary(&pr.req.Plan); runs != "" {
+		ev.Detail += "; runs: " + runs
+	}
+	if pr.req.Plan.Opaque != "" {
+		ev.Detail += "; judged as itself: " + pr.req.Plan.Opaque
+	}
+	ev.Detail += "; " + c.plannedConfinement(pr)
+	pr.err = audit.Check(c.ctx, ev, &pr.req)
+	return pr
+}
+
+func quoteArg(s string) string { return `"` + s + `"` }
+
+// planSummary lists what an unwrapped call runs ("[git status] [rm -rf x]"),
+// or "" when it runs just the command named.
+func planSummary(pl *policy.ExecPlan) string {
+	if len(pl.Wrappers) == 0 && len(pl.Commands) <= 1 {
+		return ""
+	}
+	parts := make([]string, 0, len(pl.Commands))
+	for _, c := range pl.Commands {
+		parts = append(parts, "["+strings.Join(c.Argv, " ")+"]")
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,237 @@
+package procguard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/auditguard/auditguard/procguard/landlock"
+)
+
+// Cmd is a guarded command, shaped like exec.Cmd. Set its fields before
+// Start; a denial comes back from Start (and Run, Output, CombinedOutput)
+// and nothing is spawned.
+type Cmd struct {
+	// Path is the program found in the policy's PATH (or Name when it was
+	// absolute); Program is its real path, the file that is run and judged.
+	Path    string
+	Program string
+	// Args holds the command line, Args[0] being the name as given.
+	Args []string
+	// Env is the environment the caller asks for. It is filtered (see
+	// policy.ExecEnv): nil means only the variables the policy lets through.
+	Env []string
+	// Dir is the working directory; empty means the host's. It must lie
+	// inside a write root.
+	Dir    string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// WaitDelay bounds how long Wait waits for I/O after the group was
+	// killed (as exec.Cmd.WaitDelay); 0 means DefaultWaitDelay.
+	WaitDelay time.Duration
+	// Timeout overrides the policy's default hard timeout (capped by its
+	// MaxTimeout).
+	Timeout time.Duration
+
+	Process      *os.Process
+	ProcessState *os.ProcessState
+	// Err, when set, is returned by Start (as exec.Cmd.Err). CommandContext
+	// leaves it nil: the lookup happens at Start, with the policy's PATH.
+	Err error
+
+	// Confinement says what was enforced on the child; set by Start.
+	Confinement Confinement
+
+	ctx     context.Context
+	x       *exec.Cmd
+	started bool
+	waited  bool
+
+	outW, errW                      *capWriter
+	closeAfterStart, closeAfterWait []io.Closer
+
+	sup *supervisor
+}
+
+// Confinement is exactly what Start enforced on a child.
+type Confinement struct {
+	// Landlock is the domain applied ("none" when none), and LandlockNote
+	// why it is missing or what it cannot cover.
+	Landlock     landlock.Status
+	LandlockNote string
+	// ProcessGroup is the child's process group id (its pid).
+	ProcessGroup int
+	// Cgroup is the per-command cgroup v2 directory, "" with CgroupNote
+	// saying why there is none.
+	Cgroup     string
+	CgroupNote string
+	// Rlimits lists the limits applied ("cpu=10s", "nofile=256").
+	Rlimits []string
+	// Timeout is the hard timeout in force (0: none).
+	Timeout time.Duration
+	// EnvDropped lists variables of Cmd.Env that were not passed on.
+	EnvDropped []string
+}
+
+// DefaultWaitDelay is how long Wait waits for I/O after the child group was
+// killed when Cmd.WaitDelay is zero.
+const DefaultWaitDelay = 2 * time.Second
+
+// ErrTimeout is returned (wrapped in *KilledError) when a command ran past
+// its hard timeout.
+var ErrTimeout = errors.New("procguard: hard timeout")
+
+// KilledError reports a command whose group was killed by its timeout or
+// context. errors.Is works for the Cause (ErrTimeout, context.Canceled,
+// context.DeadlineExceeded) and for the wait error.
+type KilledError struct {
+	Cause error
+	Err   error // the wait error (usually *exec.ExitError), may be nil
+}
+
+func (e *KilledError) Error() string {
+	s := "procguard: command killed: " + e.Cause.Error()
+	if e.Err != nil {
+		s += " (" + e.Err.Error() + ")"
+	}
+	return s
+}
+
+func (e *KilledError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Cause}
+	}
+	return []error{e.Cause, e.Err}
+}
+
+// CommandContext returns a guarded command. ctx must carry a guard scope
+// (audit.Guard.Enter); cancelling it kills the command's whole group.
+// Nothing is looked up or decided until Start (or Check).
+func CommandContext(ctx context.Context, name string, args ...string) *Cmd {
+	if ctx == nil {
+		panic("procguard: nil Context")
+	}
+	return &Cmd{ctx: ctx, Path: name, Args: append([]string{name}, args...)}
+}
+
+// Run starts the command and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Output runs the command and returns its standard output (capped by the
+// policy's OutputLimit; Truncated reports a cut).
+func (c *Cmd) Output() ([]byte, error) {
+	if c.Stdout != nil {
+		return nil, errors.New("procguard: Stdout already set")
+	}
+	var b safeBuffer
+	c.Stdout = &b
+	var eb *safeBuffer
+	if c.Stderr == nil {
+		eb = &safeBuffer{}
+		c.Stderr = eb
+	}
+	err := c.Run()
+	if eb != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			ee.Stderr = eb.Bytes()
+		}
+	}
+	return b.Bytes(), err
+}
+
+// CombinedOutput runs the command and returns stdout and stderr together.
+func (c *Cmd) CombinedOutput() ([]byte, error) {
+	if c.Stdout != nil || c.Stderr != nil {
+		return nil, errors.New("procguard: Stdout or Stderr already set")
+	}
+	var b safeBuffer
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	return b.Bytes(), err
+}
+
+// StdinPipe returns a pipe connected to the child's standard input.
+func (c *Cmd) StdinPipe() (io.WriteCloser, error) {
+	if c.Stdin != nil || c.started {
+		return nil, errors.New("procguard: Stdin already set or command started")
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.Stdin = pr
+	c.closeAfterStart = append(c.closeAfterStart, pr)
+	wc := &closeOnce{File: pw}
+	c.closeAfterWait = append(c.closeAfterWait, wc)
+	return wc, nil
+}
+
+// StdoutPipe returns a pipe connected to the child's standard output. Wait
+// closes it; read everything before calling Wait. It is not capped.
+func (c *Cmd) StdoutPipe() (io.ReadCloser, error) {
+	if c.Stdout != nil || c.started {
+		return nil, errors.New("procguard: Stdout already set or command started")
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.Stdout = pipeEnd{pw}
+	c.closeAfterStart = append(c.closeAfterStart, pw)
+	c.closeAfterWait = append(c.closeAfterWait, pr)
+	return pr, nil
+}
+
+// StderrPipe returns a pipe connected to the child's standard error.
+func (c *Cmd) StderrPipe() (io.ReadCloser, error) {
+	if c.Stderr != nil || c.started {
+		return nil, errors.New("procguard: Stderr already set or command started")
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.Stderr = pipeEnd{pw}
+	c.closeAfterStart = append(c.closeAfterStart, pw)
+	c.closeAfterWait = append(c.closeAfterWait, pr)
+	return pr, nil
+}
+
+// StdoutTruncated and StderrTruncated report whether the cap cut a stream.
+func (c *Cmd) StdoutTruncated() bool { return c.outW != nil && c.outW.Truncated() }
+func (c *Cmd) StderrTruncated() bool { return c.errW != nil && c.errW.Truncated() }
+
+// String describes the command, like exec.Cmd.String.
+func (c *Cmd) String() string {
+	s := c.Path
+	for _, a := range c.Args[1:] {
+		s += " " + a
+	}
+	return s
+}
+
+// pipeEnd marks the write end of a pipe made by StdoutPipe/StderrPipe: it
+// is handed to the child as is, never capped.
+type pipeEnd struct{ *os.File }
+
+type closeOnce struct {
+	*os.File
+	once sync.Once
+	err  error
+}
+
+func (c *closeOnce) Close() error {
+	c.once.Do(func() { c.err = c.File.Close() })
+	return c.err
+}

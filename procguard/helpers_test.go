@@ -1,0 +1,113 @@
+package procguard_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/policy"
+)
+
+type env struct {
+	ctx context.Context
+	dir string // the write root; commands run here
+	rec *audit.Recorder
+	pol *policy.Policy
+}
+
+// setup enters a guard whose only write root is a temp dir, with the given
+// exec spec. HOME is a temp dir so nothing touches the real one.
+func setup(t testing.TB, spec policy.ExecSpec, opts ...audit.Option) *env {
+	t.Helper()
+	if tt, ok := t.(*testing.T); ok {
+		tt.Setenv("HOME", t.TempDir())
+	}
+	dir := t.TempDir()
+	pol, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := audit.NewRecorder()
+	base := []audit.Option{audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)}
+	if _, ok := t.(*testing.B); !ok {
+		base = append(base, audit.WithLogAllows())
+	}
+	opts = append(base, opts...)
+	g, err := audit.New(pol, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := g.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{ctx: ctx, dir: real, rec: rec, pol: pol}
+}
+
+func allow(progs ...string) []policy.ExecRule {
+	var rs []policy.ExecRule
+	for _, p := range progs {
+		f := strings.Fields(p)
+		rs = append(rs, policy.ExecRule{Program: f[0], Args: f[1:]})
+	}
+	return rs
+}
+
+// groupMembers lists the live (non-zombie) processes of process group pgid.
+func groupMembers(t testing.TB, pgid int) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		state, pg, ok := procStat(pid)
+		if ok && pg == pgid && state != "Z" && state != "X" {
+			out = append(out, e.Name()+" "+state)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	state, _, ok := procStat(pid)
+	return ok && state != "Z" && state != "X"
+}
+
+func procStat(pid int) (state string, pgid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil {
+		return "", 0, false
+	}
+	return f[0], pg, true
+}

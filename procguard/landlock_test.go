@@ -1,0 +1,217 @@
+package procguard_test
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/landlock"
+)
+
+func needLandlock(t *testing.T) int {
+	t.Helper()
+	abi, err := landlock.ABI()
+	if err != nil {
+		t.Skipf("Landlock unavailable: %v", err)
+	}
+	return abi
+}
+
+// TestLandlockConfinesChildNotHost: an allowed shell (judged as itself, so
+// the in-process plan does not see the target) cannot write outside the
+// write roots because the kernel refuses, while the host keeps writing
+// there from many goroutines afterwards.
+func TestLandlockConfinesChildNotHost(t *testing.T) {
+	abi := needLandlock(t)
+	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	outside := t.TempDir()
+	target := filepath.Join(outside, "f")
+
+	c := procguard.CommandContext(e.ctx, "sh", "-c", `echo x > "$1"`, "sh", target)
+	c.Dir = e.dir
+	out, err := c.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the child wrote outside the write roots: %q", out)
+	}
+	if !strings.Contains(string(out), "Permission denied") {
+		t.Fatalf("not a kernel denial: %v %q", err, out)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s exists: %v", target, err)
+	}
+	if got := c.Confinement.Landlock; got.ABI != abi || len(got.Rules) == 0 {
+		t.Fatalf("confinement %+v", got)
+	}
+	rec := e.rec.Records()
+	if len(rec) == 0 || !strings.Contains(rec[len(rec)-1].Detail, "landlock=abi "+strconv.Itoa(abi)) {
+		t.Fatalf("event detail does not say what is enforced: %+v", rec)
+	}
+
+	// Inside the write root the same child may write.
+	c = procguard.CommandContext(e.ctx, "sh", "-c", `echo x > "$1"`, "sh", filepath.Join(e.dir, "ok"))
+	c.Dir = e.dir
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("inside write root: %v %q", err, out)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- os.WriteFile(filepath.Join(outside, "host-"+strconv.Itoa(i)), []byte("host"), 0o644)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("the host was restricted: %v", err)
+		}
+	}
+}
+
+func TestLandlockOffAndRequired(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true"), NoLandlock: true})
+	c := procguard.CommandContext(e.ctx, "true")
+	c.Dir = e.dir
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Confinement.Landlock.ABI != 0 || !strings.Contains(c.Confinement.LandlockNote, "disabled") {
+		t.Fatalf("%+v", c.Confinement)
+	}
+	if _, err := policy.New(policy.Spec{Exec: policy.ExecSpec{NoLandlock: true, RequireLandlock: true}}); err == nil {
+		t.Fatal("contradictory switches accepted")
+	}
+	if _, err := landlock.ABI(); err == nil {
+		e := setup(t, policy.ExecSpec{Rules: allow("true"), RequireLandlock: true})
+		c := procguard.CommandContext(e.ctx, "true")
+		c.Dir = e.dir
+		if err := c.Run(); err != nil || c.Confinement.Landlock.ABI == 0 {
+			t.Fatalf("required Landlock: %v %+v", err, c.Confinement)
+		}
+	}
+}
+
+// TestLandlockExecOnlyAllowed: with the switch on, a shell judged as itself
+// can run an allowed program but not another one, nor a copy of an allowed
+// program placed in a write root.
+func TestLandlockExecOnlyAllowed(t *testing.T) {
+	needLandlock(t)
+	e := setup(t, policy.ExecSpec{Rules: allow("sh", "true"), LandlockExecOnlyAllowed: true})
+	tru, err := filepath.EvalSymlinks("/usr/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	b, err := os.ReadFile(tru)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyTrue := filepath.Join(e.dir, "mytrue")
+	if err := os.WriteFile(copyTrue, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		prog string
+		ok   bool
+	}{
+		{tru, true},
+		{"/usr/bin/id", false},
+		{copyTrue, false},
+	}
+	for _, tt := range tests {
+		c := procguard.CommandContext(e.ctx, "sh", "-c", `"$1"`, "sh", tt.prog)
+		c.Dir = e.dir
+		out, err := c.CombinedOutput()
+		if tt.ok != (err == nil) {
+			t.Errorf("%s: err %v out %q", tt.prog, err, out)
+		}
+		if !tt.ok && !strings.Contains(string(out), "Permission denied") {
+			t.Errorf("%s: not a kernel denial: %q", tt.prog, out)
+		}
+	}
+}
+
+// TestLandlockChildCannotSignalHost: from ABI 6 the child's domain is
+// scoped for signals, so generated code cannot kill the agent host.
+func TestLandlockChildCannotSignalHost(t *testing.T) {
+	if abi := needLandlock(t); abi < 6 {
+		t.Skipf("Landlock ABI %d has no signal scoping (needs 6)", abi)
+	}
+	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	c := procguard.CommandContext(e.ctx, "sh", "-c", `kill -0 "$1"`, "sh", strconv.Itoa(os.Getpid()))
+	c.Dir = e.dir
+	out, err := c.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not permitted") {
+		t.Fatalf("the child could signal the host: %v %q", err, out)
+	}
+	if c.Confinement.Landlock.Scoped&landlock.ScopeSignal == 0 {
+		t.Fatalf("scope not recorded: %+v", c.Confinement.Landlock)
+	}
+	// Inside its own group it still may (job control keeps working).
+	c = procguard.CommandContext(e.ctx, "sh", "-c", `sleep 5 & kill $!`)
+	c.Dir = e.dir
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("signal inside the domain: %v %q", err, out)
+	}
+}
+
+// TestLandlockDenyNetwork: with ExecSpec.DenyNetwork a child cannot connect
+// to a loopback server that an unrestricted child reaches.
+func TestLandlockDenyNetwork(t *testing.T) {
+	if abi := needLandlock(t); abi < 4 {
+		t.Skipf("Landlock ABI %d cannot restrict TCP (needs 4)", abi)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash (for /dev/tcp) not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	for _, deny := range []bool{false, true} {
+		e := setup(t, policy.ExecSpec{Rules: allow("bash"), DenyNetwork: deny})
+		c := procguard.CommandContext(e.ctx, "bash", "-c", `echo hi > "/dev/tcp/127.0.0.1/$1"`, "bash", port)
+		c.Dir = e.dir
+		out, err := c.CombinedOutput()
+		if !deny {
+			if err != nil {
+				t.Fatalf("control: %v %q", err, out)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(string(out), "Permission denied") {
+			t.Fatalf("DenyNetwork child connected: %v %q", err, out)
+		}
+		if c.Confinement.Landlock.HandledNet == 0 {
+			t.Fatalf("not recorded: %+v", c.Confinement.Landlock)
+		}
+	}
+	// The host still dials freely.
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("host restricted: %v", err)
+	}
+	conn.Close()
+}

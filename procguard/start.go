@@ -1,0 +1,201 @@
+package procguard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard/landlock"
+)
+
+// Start checks the command against the guard scope and, when allowed,
+// starts it confined and supervised. A denial is a *audit.DenyError
+// (errors.Is(err, fs.ErrPermission)) and nothing is spawned.
+func (c *Cmd) Start() error {
+	if c.started {
+		return errors.New("procguard: already started")
+	}
+	c.started = true
+	if err := c.ctx.Err(); err != nil {
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		return err
+	}
+	if c.Err != nil {
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		return c.Err
+	}
+	pr := c.prepare()
+	if pr.err != nil {
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		return pr.err
+	}
+	if pr.path == "" || pr.program == "" {
+		// Allowed (a rescue, or Off mode) but there is nothing to run.
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		_, err := policy.LookPath(c.Args[0], pr.pol.ExecPath())
+		if err == nil {
+			err = policy.ErrProgramNotFound
+		}
+		return &exec.Error{Name: c.Args[0], Err: err}
+	}
+	c.Path, c.Program = pr.path, pr.program
+	spec := pr.pol.Exec()
+
+	home, tmp := spec.Home, spec.TmpDir
+	for _, d := range []string{home, tmp} {
+		if d == "" {
+			continue // the command's directory, which the decision covered
+		}
+		rd, err := policy.Resolve(policy.OSFS{}, d, "/", true)
+		if err == nil {
+			if dec := pr.pol.CheckPath(policy.OpWrite, rd, pr.cwd); !dec.Allowed {
+				err = fmt.Errorf("not inside a write root (%v)", dec.Rule)
+			}
+		}
+		if err != nil {
+			c.closeAll(c.closeAfterStart, c.closeAfterWait)
+			return fmt.Errorf("procguard: the policy's exec Home/TmpDir %s: %w", d, err)
+		}
+	}
+	if home == "" {
+		home = pr.req.Dir
+	}
+	if tmp == "" {
+		tmp = pr.req.Dir
+	}
+	var rules []*policy.Rule
+	for _, p := range pr.pols {
+		for i := range pr.req.Plan.Commands {
+			cm := &pr.req.Plan.Commands[i]
+			if cm.Program != "" {
+				if d := p.CheckExec(cm.Program, cm.Argv); d.Allowed {
+					rules = append(rules, d.Rule)
+				}
+			}
+		}
+	}
+	env, dropped := pr.pol.ExecEnv(policy.ExecEnvInput{Host: os.Environ(), Set: c.Env, Home: home, Tmp: tmp, Rules: rules})
+	c.Confinement.EnvDropped = dropped
+
+	x := &exec.Cmd{Path: c.Program, Args: c.Args, Env: env, Dir: pr.req.Dir, Stdin: c.Stdin}
+	limit := spec.OutputLimit
+	if limit == 0 {
+		limit = policy.DefaultOutputLimit
+	}
+	x.Stdout, c.outW = wrapOutput(c.Stdout, limit)
+	if c.Stderr != nil && c.Stderr == c.Stdout && c.outW != nil {
+		x.Stderr, c.errW = c.outW, c.outW
+	} else {
+		x.Stderr, c.errW = wrapOutput(c.Stderr, limit)
+	}
+	x.WaitDelay = c.WaitDelay
+	if x.WaitDelay <= 0 {
+		x.WaitDelay = DefaultWaitDelay
+	}
+	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	var cg *cgroup
+	cgNote := "disabled by the policy (ExecSpec.NoCgroup)"
+	if !spec.NoCgroup {
+		cg, cgNote = newCgroup()
+	}
+	if cg != nil {
+		cg.attach(x.SysProcAttr)
+		c.Confinement.Cgroup = cg.dir
+	}
+	c.Confinement.CgroupNote = cgNote
+
+	rs, note, err := c.landlockRuleset(pr)
+	c.Confinement.LandlockNote = note
+	if err != nil {
+		cg.remove()
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		return err
+	}
+	if rs != nil {
+		st, err := landlock.StartReused(rs, x.Start)
+		c.Confinement.Landlock = st
+		if err != nil {
+			cg.remove()
+			c.closeAll(c.closeAfterStart, c.closeAfterWait)
+			if x.Process == nil {
+				// The event promised this confinement; never run without it.
+				return fmt.Errorf("procguard: %w", err)
+			}
+			return err
+		}
+	} else if err := x.Start(); err != nil {
+		cg.remove()
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		return err
+	}
+	c.x = x
+	c.Process = x.Process
+	c.Confinement.ProcessGroup = x.Process.Pid
+	c.closeAll(c.closeAfterStart)
+	c.closeAfterStart = nil
+
+	c.Confinement.Rlimits = applyLimits(x.Process.Pid, spec.Limits)
+
+	timeout := spec.Timeout
+	if c.Timeout > 0 {
+		timeout = c.Timeout
+	}
+	if spec.MaxTimeout > 0 && (timeout == 0 || timeout > spec.MaxTimeout) {
+		timeout = spec.MaxTimeout
+	}
+	c.Confinement.Timeout = timeout
+	c.sup = supervise(c.ctx, x.Process.Pid, cg, timeout)
+	return nil
+}
+
+// Wait waits for the command's leader to exit, kills whatever is left of
+// its group and cgroup, reaps it and waits for its I/O (bounded by
+// WaitDelay).
+func (c *Cmd) Wait() error {
+	if !c.started || c.x == nil {
+		return errors.New("procguard: not started")
+	}
+	if c.waited {
+		return errors.New("procguard: Wait was already called")
+	}
+	c.waited = true
+	c.sup.beforeReap()
+	err := c.x.Wait()
+	c.sup.afterReap()
+	c.ProcessState = c.x.ProcessState
+	c.sup.cg.drain()
+	c.sup.cg.remove()
+	c.closeAll(c.closeAfterWait)
+	if cause := c.sup.cause(); cause != nil {
+		return &KilledError{Cause: cause, Err: err}
+	}
+	return err
+}
+
+func (c *Cmd) closeAll(lists ...[]io.Closer) {
+	for _, l := range lists {
+		for _, cl := range l {
+			cl.Close()
+		}
+	}
+}
+
+// wrapOutput caps w unless it is nil or a pipe made by StdoutPipe.
+func wrapOutput(w io.Writer, limit int64) (io.Writer, *capWriter) {
+	switch v := w.(type) {
+	case nil:
+		return nil, nil
+	case pipeEnd:
+		return v.File, nil
+	}
+	if limit < 0 {
+		return w, nil
+	}
+	cw := &capWriter{w: w, limit: limit}
+	return cw, cw
+}

@@ -1,0 +1,205 @@
+package procguard_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard"
+)
+
+// The scripts use $! and subshells, so they are judged as the shell itself:
+// the policy allows sh outright.
+var leftovers = []struct {
+	name   string
+	script string
+}{
+	{"background", `sleep 100 & echo $!; sleep 100`},
+	{"nohup", `nohup sleep 100 >/dev/null 2>&1 & echo $!; sleep 100`},
+	{"double fork", `(sleep 100 & echo $!) ; sleep 100`},
+	{"setsid", `setsid sleep 100 & echo $!; sleep 100`},
+}
+
+// TestKillLeavesNoSurvivors: a timeout, a cancelled context and a leader
+// that exits on its own all leave zero live processes in the group, and the
+// setsid escapee (its own group) dies with the cgroup.
+func TestKillLeavesNoSurvivors(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	for _, how := range []string{"timeout", "cancel", "leader exits"} {
+		for _, lo := range leftovers {
+			t.Run(how+"/"+lo.name, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(e.ctx)
+				defer cancel()
+				script := lo.script
+				if how == "leader exits" {
+					script = strings.TrimSuffix(script, "; sleep 100") + "; read x"
+				} else {
+					script = strings.Replace(script, "; sleep 100", "; read x; sleep 100", 1)
+				}
+				c := procguard.CommandContext(ctx, "sh", "-c", script)
+				c.Dir = e.dir
+				if how == "timeout" {
+					c.Timeout = 100 * time.Millisecond
+				}
+				in, err := c.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := c.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				line, err := bufio.NewReader(out).ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				child, err := strconv.Atoi(strings.TrimSpace(line))
+				if err != nil {
+					t.Fatalf("pid line %q", line)
+				}
+				if !alive(child) {
+					t.Fatalf("background child %d not running", child)
+				}
+				if lo.name == "setsid" {
+					// Wait (bounded) until setsid has moved the child out of the group.
+					deadline := time.Now().Add(5 * time.Second)
+					for {
+						_, cpg, _ := procStat(child)
+						if cpg != c.Confinement.ProcessGroup {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("setsid child %d did not leave the group", child)
+						}
+						time.Sleep(time.Millisecond)
+					}
+				}
+				switch how {
+				case "cancel":
+					cancel()
+				case "leader exits":
+					in.Write([]byte("\n"))
+				}
+				err = c.Wait()
+				var ke *procguard.KilledError
+				switch how {
+				case "timeout":
+					if !errors.As(err, &ke) || !errors.Is(err, procguard.ErrTimeout) {
+						t.Fatalf("err %v", err)
+					}
+				case "cancel":
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("err %v", err)
+					}
+				default:
+					if err != nil {
+						t.Fatalf("err %v", err)
+					}
+				}
+				pg := c.Confinement.ProcessGroup
+				if pg == 0 {
+					t.Fatal("no process group recorded")
+				}
+				if m := groupMembers(t, pg); len(m) > 0 {
+					t.Fatalf("survivors in group %d: %v", pg, m)
+				}
+				if c.Confinement.Cgroup == "" {
+					if lo.name == "setsid" {
+						t.Skipf("no cgroup v2 (%s): setsid escapees are not caught", c.Confinement.CgroupNote)
+					}
+				} else {
+					if alive(child) {
+						t.Fatalf("child %d survived", child)
+					}
+					// The cgroup is removed or pooled for reuse, and empty either way.
+					if b, err := os.ReadFile(c.Confinement.Cgroup + "/cgroup.events"); err == nil && !strings.Contains(string(b), "populated 0") {
+						t.Fatalf("cgroup %s still populated: %s", c.Confinement.Cgroup, b)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestNoCgroupSwitch(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true"), NoCgroup: true})
+	c := procguard.CommandContext(e.ctx, "true")
+	c.Dir = e.dir
+	if err := c.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Confinement.Cgroup != "" || !strings.Contains(c.Confinement.CgroupNote, "NoCgroup") {
+		t.Fatalf("%+v", c.Confinement)
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	const limit = 1 << 20
+	e := setup(t, policy.ExecSpec{Rules: allow("head"), OutputLimit: limit})
+	c := procguard.CommandContext(e.ctx, "head", "-c", strconv.Itoa(100<<20), "/dev/zero")
+	c.Dir = e.dir
+	out, err := c.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != limit || !c.StdoutTruncated() || c.StderrTruncated() {
+		t.Fatalf("len %d truncated %v", len(out), c.StdoutTruncated())
+	}
+	if !c.ProcessState.Success() {
+		t.Fatalf("the producer did not finish: %v", c.ProcessState)
+	}
+}
+
+func TestRlimits(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("sh"), Limits: policy.ExecLimits{OpenFiles: 64, CPUSeconds: 30, FileSize: 1 << 20, AddressSpace: 1 << 30}})
+	c := procguard.CommandContext(e.ctx, "sh", "-c", "read x; ulimit -n; ulimit -t; ulimit -f; ulimit -v")
+	c.Dir = e.dir
+	in, _ := c.StdinPipe()
+	var b strings.Builder
+	c.Stdout = &b
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The limits are applied before Start returns; the script reads them after.
+	in.Write([]byte("\n"))
+	in.Close()
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != "64\n30\n2048\n1048576\n" {
+		t.Fatalf("limits %q (applied %v)", got, c.Confinement.Rlimits)
+	}
+	if len(c.Confinement.Rlimits) != 4 {
+		t.Fatalf("recorded %v", c.Confinement.Rlimits)
+	}
+}
+
+// TestCommandsAfterAKillRun guards the cgroup pool: a cgroup that was
+// killed must not be reused (some kernels kill children cloned into it).
+func TestCommandsAfterAKillRun(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("sleep", "true")})
+	for range 3 {
+		c := procguard.CommandContext(e.ctx, "sleep", "100")
+		c.Dir = e.dir
+		c.Timeout = time.Millisecond
+		if err := c.Run(); !errors.Is(err, procguard.ErrTimeout) {
+			t.Fatalf("err %v", err)
+		}
+	}
+	for range 10 {
+		c := procguard.CommandContext(e.ctx, "true")
+		c.Dir = e.dir
+		if err := c.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
