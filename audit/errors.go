@@ -62,7 +62,7 @@ func (e *DenyError) Unwrap() error { return e.Err }
 func (e *DenyError) Error() string {
 	var b strings.Builder
 	b.WriteString("auditguard: ")
-	if e.Op != policy.OpConfig {
+	if e.Op != policy.OpConfig && e.Protocol.String() != e.Op.String() {
 		b.WriteString(e.Protocol.String())
 		b.WriteByte(' ')
 	}

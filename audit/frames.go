@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"reflect"
 	"runtime"
 	"strings"
@@ -16,11 +17,16 @@ var libraryPackages = []string{
 	"github.com/auditguard/auditguard/netguard.",
 }
 
-func isLibraryFrame(f runtime.Frame) bool {
+func isLibraryFrame(f runtime.Frame, skip []string) bool {
 	if strings.HasSuffix(f.File, "_test.go") {
 		return false
 	}
 	for _, p := range libraryPackages {
+		if strings.HasPrefix(f.Function, p) {
+			return true
+		}
+	}
+	for _, p := range skip {
 		if strings.HasPrefix(f.Function, p) {
 			return true
 		}
@@ -39,7 +45,7 @@ const pipelineEntry = "github.com/auditguard/auditguard/audit.(*Scope).Check"
 // guarded call: below the pipeline entry when it is on the stack, else below
 // the first library frames. Library frames further down (a Walk calling
 // back into generated code) are skipped as well.
-func callerStack() []runtime.Frame {
+func callerStack(skip ...string) []runtime.Frame {
 	var pcs [64]uintptr
 	n := runtime.Callers(2, pcs[:])
 	var all []runtime.Frame
@@ -63,7 +69,7 @@ func callerStack() []runtime.Frame {
 	seenLib := false
 	for _, f := range all[start:] {
 		switch {
-		case isLibraryFrame(f):
+		case isLibraryFrame(f, skip):
 			seenLib = true
 		case seenLib:
 			out = append(out, f)
@@ -101,4 +107,21 @@ func funcName(fn any) string {
 	}
 	// Method values are wrapped in a "-fm" closure.
 	return strings.TrimSuffix(f.Name(), "-fm")
+}
+
+type callerKey struct{}
+
+// WithCallerStack records the current goroutine's caller stack in ctx, for
+// facades whose guarded call runs on another goroutine on this one's behalf
+// (net/http dials from its connection pool). Events checked with the
+// returned context report these frames as the caller's. Frames whose
+// function starts with one of skip ("net/http.") are passed over like the
+// library's own.
+func WithCallerStack(ctx context.Context, skip ...string) context.Context {
+	return context.WithValue(ctx, callerKey{}, callerStack(skip...))
+}
+
+func callerStackFrom(ctx context.Context) ([]runtime.Frame, bool) {
+	fs, ok := ctx.Value(callerKey{}).([]runtime.Frame)
+	return fs, ok
 }

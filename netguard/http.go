@@ -78,6 +78,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ev := &audit.Event{Protocol: audit.Net, Op: policy.OpConnect, Target: req.URL.Host, Detail: "http"}
 		return nil, audit.Check(ctx, ev, nil)
 	}
+	// net/http dials from its pool's goroutine: carry the requesting code's
+	// stack so denials name it rather than net/http.
+	ctx = audit.WithCallerStack(ctx, "net/http.")
+	req = req.WithContext(ctx)
 	inner := t.pool(s)
 	if t.Proxy != nil {
 		pu, err := t.Proxy(req)

@@ -91,6 +91,11 @@ func TestRedirectToDeniedHost(t *testing.T) {
 		if !errors.As(err, &de) {
 			t.Fatalf("%s: no DenyError in %v", path, err)
 		}
+		// The dial ran on net/http's goroutine; the caller is still the
+		// code that made the request.
+		if c := audit.FormatFrame(de.Caller); !strings.HasPrefix(c, "http_test.go:") || !strings.HasSuffix(c, "netguard.get") {
+			t.Fatalf("%s: caller = %q, want the test's get helper", path, c)
+		}
 	}
 	if n := bHits.Load(); n != 0 {
 		t.Fatalf("the denied server saw %d requests", n)
