@@ -1,118 +1,72 @@
-// Command auditdemo shows auditguard deciding on the calls of over-eager
-// generated code. With no arguments it makes a temporary workspace and a
-// temporary fake home, enters a guard whose only write root is the
-// workspace, and prints what was allowed and what was denied, with the
-// deciding rule and the caller. It touches nothing outside its temp dirs.
+// Command auditdemo shows auditguard at work and helps write policies.
+//
+// With no arguments it runs a scripted session of over-eager generated code
+// through guarded handles, on a temporary workspace and a temporary fake
+// home, and prints what was allowed, denied or rescued, by which rule, and
+// from which line. It touches nothing outside its temp dirs.
+//
+//	auditdemo [--log FILE]                     the scripted session
+//	auditdemo check --policy FILE              validate; print the effective rules
+//	auditdemo explain --policy FILE write PATH | exec CMD ARGS... | dial HOST:PORT
+//	auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
+//	auditdemo suggest --log FILE               TOML that would allow a Warn run's would-denies
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"text/tabwriter"
-
-	"github.com/auditguard/auditguard/audit"
-	"github.com/auditguard/auditguard/policy"
+	"strings"
 )
 
 func main() {
-	if err := run(os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "auditdemo:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// step is one call the "generated code" makes.
-type step struct {
-	what string
-	op   policy.Op
-	path string
+const usage = `usage:
+  auditdemo [--log FILE]                       run the scripted demonstration
+  auditdemo check --policy FILE                validate a policy and print its effective rules
+  auditdemo explain --policy FILE write PATH   what would happen to a write, and why
+  auditdemo explain --policy FILE exec CMD ARGS...
+  auditdemo explain --policy FILE dial HOST:PORT
+  auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
+                                               run a command under procguard and print the decision
+  auditdemo suggest --log FILE                 print the narrowest TOML additions that would allow
+                                               the would-deny events of a Warn-mode log
+`
+
+// run dispatches a command line and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return cmdDemo(args, stdout, stderr)
+	}
+	switch args[0] {
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
+	case "explain":
+		return cmdExplain(args[1:], stdout, stderr)
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "suggest":
+		return cmdSuggest(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "auditdemo: unknown command %q\n%s", args[0], usage)
+	return 2
 }
 
-func run(out io.Writer) error {
-	tmp, err := os.MkdirTemp("", "auditdemo-")
+// openLog returns a logger writing audit records as JSON lines to path, or
+// a discarding logger when path is empty. close flushes and closes the file.
+func openLog(path string) (logger *slog.Logger, close func() error, err error) {
+	if path == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(tmp)
-	work := filepath.Join(tmp, "workspace")
-	home := filepath.Join(tmp, "home")
-	for _, d := range []string{work, home} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, "notes.txt"), []byte("keep me\n"), 0o644); err != nil {
-		return err
-	}
-
-	pol, err := policy.New(policy.Spec{WriteRoots: []string{work}, Source: "demo policy", Home: home})
-	if err != nil {
-		return err
-	}
-	rec := audit.NewRecorder()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := audit.New(pol, audit.WithRecorder(rec), audit.WithLogger(quiet), audit.WithLogAllows())
-	if err != nil {
-		return err
-	}
-	ctx, release, err := g.Enter(context.Background())
-	if err != nil {
-		return err
-	}
-	defer release()
-
-	steps := []step{
-		{"write a result file", policy.OpWrite, filepath.Join(work, "result.txt")},
-		{"delete a file in the home dir", policy.OpDelete, filepath.Join(home, "notes.txt")},
-		{"install a git hook", policy.OpWrite, filepath.Join(work, ".git", "hooks", "pre-commit")},
-	}
-	for _, s := range steps {
-		err := generatedCode(ctx, s)
-		var de *audit.DenyError
-		if err != nil && !errors.As(err, &de) {
-			return err
-		}
-	}
-
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OPERATION\tTARGET\tDECISION\tRULE\tCALLER")
-	denied := 0
-	for _, r := range rec.Records() {
-		rel, _ := filepath.Rel(tmp, r.Target)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Op, rel, r.Outcome, r.Rule, r.Caller)
-		if r.Outcome == audit.Denied {
-			denied++
-		}
-	}
-	tw.Flush()
-	fmt.Fprintf(out, "\n%d calls, %d denied; nothing outside %s was touched.\n", len(rec.Records()), denied, tmp)
-	return nil
-}
-
-// generatedCode stands for code an LLM wrote: it resolves its target, asks
-// the guard, and acts only when allowed.
-func generatedCode(ctx context.Context, s step) error {
-	resolved, err := policy.Resolve(policy.OSFS{}, s.path, "/", s.op != policy.OpDelete)
-	if err != nil {
-		return err
-	}
-	ev := &audit.Event{Protocol: audit.FS, Op: s.op, Target: s.path, Resolved: resolved}
-	if err := audit.Check(ctx, ev, &policy.PathRequest{Op: s.op, Path: resolved}); err != nil {
-		return err
-	}
-	switch s.op {
-	case policy.OpWrite:
-		if err := os.MkdirAll(filepath.Dir(resolved), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(resolved, []byte("ok\n"), 0o644)
-	case policy.OpDelete:
-		return os.Remove(resolved)
-	}
-	return nil
+	return slog.New(slog.NewJSONHandler(f, nil)), f.Close, nil
 }
