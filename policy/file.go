@@ -140,8 +140,8 @@ type fileSpec struct {
 	replaceProtected bool
 	modes            Modes
 	modeAt           [3]filePos // fs, exec, net
-	exec             execFile // file_exec.go
-	net              netFile  // file_net.go
+	exec             execFile   // file_exec.go
+	net              netFile    // file_net.go
 }
 
 // fileEntry is one path entry and where it is written.
