@@ -212,6 +212,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 		rpath := path + "[" + strconv.Itoa(i) + "]"
 		r := ExecRule{Deny: deny}
 		var hasProgram bool
+		nerrs := len(d.errs)
 		for _, rf := range t.fields {
 			kpath := rpath + "." + rf.key
 			switch rf.key {
@@ -244,7 +245,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 			}
 		}
 		if !hasProgram {
-			if t.field("program") == nil {
+			if t.field("program") == nil && len(d.errs) == nerrs { // a misspelt key says enough
 				d.fail(t.pos, rpath, "missing program")
 			}
 			continue
