@@ -352,6 +352,16 @@ func (d *fileDecoder) unknownIn(path string, f *tfield, known []string, hint str
 	e.Msg += "; known keys: " + strings.Join(known, ", ")
 }
 
+// alone is the workspace layer's exec spec for validating it on its own:
+// without a path of its own it searches the operator's.
+func (ws execFile) alone(op execFile) ExecSpec {
+	s := ws.spec
+	if _, ok := ws.has["path"]; !ok {
+		s.Path = op.spec.Path
+	}
+	return s
+}
+
 // layerExec combines the exec settings of an operator and a workspace layer
 // (op is the operator layer built alone). A workspace layer may only narrow:
 //

@@ -305,3 +305,175 @@ func TestFileExecNetErrors(t *testing.T) {
 		})
 	}
 }
+
+const execOperator = `# operator layer
+[fs]
+write_roots = ["$WORK"]
+
+[exec]
+path = ["$DIR/bin"]
+env = ["LANG", "LC_*"]
+timeout = "1m"
+max_timeout = "5m"
+output_limit = 1048576
+deny_network = true
+no_cgroup = true
+
+[exec.limits]
+cpu_seconds = 60
+
+[[exec.allow]]
+program = "tool"
+args = ["build"]
+env = ["TOOL_TOKEN"]
+
+[[exec.allow]]
+program = "tool"
+args = ["test", "*"]
+
+[[exec.allow]]
+program = "other"
+
+[[exec.deny]]
+program = "tool"
+args = ["--exec"]
+`
+
+func newExecLayerEnv(t *testing.T) (layerEnv, string) {
+	t.Helper()
+	e := newLayerEnv(t, execOperator)
+	return e, progDir(t, e.dir+"/bin", "tool", "other", "third")
+}
+
+func TestLayersExecNarrow(t *testing.T) {
+	e, bin := newExecLayerEnv(t)
+	f, err := e.load(t, `# workspace layer
+[exec]
+path = ["$DIR/bin"]
+env = ["LC_ALL"]
+timeout = "30s"
+no_cgroup = false
+landlock_exec_only_allowed = true
+
+[exec.limits]
+cpu_seconds = 10
+open_files = 256
+
+[[exec.allow]]
+program = "tool"
+args = ["build", "--release"]
+env = ["TOOL_TOKEN"]
+
+[[exec.deny]]
+program = "tool"
+args = ["--verbose"]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Policy
+	spec := p.Exec()
+	if spec.Timeout != 30*time.Second || spec.MaxTimeout != 5*time.Minute || spec.NoCgroup || !spec.DenyNetwork ||
+		!spec.LandlockExecOnlyAllowed || spec.OutputLimit != 1<<20 || spec.Limits != (ExecLimits{CPUSeconds: 10, OpenFiles: 256}) ||
+		!reflect.DeepEqual(spec.Env, []string{"LC_ALL"}) {
+		t.Errorf("effective exec settings %+v", spec)
+	}
+	tool := bin + "/tool"
+	tests := []struct {
+		prog    string
+		argv    []string
+		allowed bool
+		tier    Tier
+		source  string
+	}{
+		{tool, []string{"tool", "build", "--release"}, true, TierNone, e.ws + ":13"},
+		{tool, []string{"tool", "build"}, false, TierSoft, "builtin"},
+		{tool, []string{"tool", "test", "x"}, false, TierSoft, "builtin"},
+		{bin + "/other", []string{"other"}, false, TierSoft, "builtin"},
+		{tool, []string{"tool", "build", "--release", "--exec=sh"}, false, TierHard, e.op + ":29"},
+		{tool, []string{"tool", "build", "--release", "--verbose"}, false, TierHard, e.ws + ":18"},
+	}
+	for _, tt := range tests {
+		d := p.CheckExec(tt.prog, tt.argv)
+		if d.Allowed != tt.allowed || d.Tier != tt.tier || d.Rule.Source != tt.source {
+			t.Errorf("%v: %+v by %v, want allowed=%v tier %v source %s", tt.argv, d, d.Rule, tt.allowed, tt.tier, tt.source)
+		}
+	}
+	// The exactly named secret-looking variable passes for the workspace
+	// rule, as it did for the operator rule it narrows.
+	if !p.envNamed("TOOL_TOKEN", []*Rule{p.CheckExec(tool, []string{"tool", "build", "--release"}).Rule}, true) {
+		t.Error("TOOL_TOKEN not passed by the workspace rule")
+	}
+}
+
+func TestLayersExecKeepsOperatorAllows(t *testing.T) {
+	e, bin := newExecLayerEnv(t)
+	// No [[exec.allow]] key: the operator's allow rules stay; denies add.
+	f, err := e.load(t, "[[exec.deny]]\nprogram = \"other\"\nargs = [\"rm\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Policy
+	if d := p.CheckExec(bin+"/tool", []string{"tool", "test", "x"}); !d.Allowed || d.Rule.Source != e.op+":22" {
+		t.Errorf("operator allow lost: %+v %v", d, d.Rule)
+	}
+	if d := p.CheckExec(bin+"/other", []string{"other", "rm"}); d.Allowed || d.Tier != TierHard || d.Rule.Source != e.ws+":1" {
+		t.Errorf("workspace deny: %+v %v", d, d.Rule)
+	}
+	// An empty allow list allows nothing; the operator's deny stays.
+	f, err = e.load(t, "[exec]\nallow = []\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := f.Policy.CheckExec(bin+"/other", []string{"other"}); d.Allowed {
+		t.Error("allow = [] kept the operator's allow rules")
+	}
+	if d := f.Policy.CheckExec(bin+"/tool", []string{"tool", "--exec"}); d.Tier != TierHard || d.Rule.Source != e.op+":29" {
+		t.Errorf("operator deny lost: %+v %v", d, d.Rule)
+	}
+}
+
+func TestLayersExecRejectWidening(t *testing.T) {
+	tests := []struct {
+		name      string
+		workspace string
+		line      int
+		key, msg  string
+	}{
+		{"program the operator does not allow", "\n[[exec.allow]]\nprogram = \"third\"\n", 2, "exec.allow[0]",
+			`"third" (` + "$BIN" + `/third): the operator layer allows no rule for this program`},
+		{"shorter argument prefix", "[[exec.allow]]\nprogram = \"tool\"\nargs = [\"test\"]\n", 1, "exec.allow[0]",
+			`"tool test" (` + "$BIN" + `/tool): not within any operator allow rule for it ("tool build" at $OP:17, "tool test *" at $OP:22)`},
+		{"no argument prefix", "[[exec.allow]]\nprogram = \"tool\"\n", 1, "exec.allow[0]", "not within any operator allow rule"},
+		{"wildcard over a fixed token", "[[exec.allow]]\nprogram = \"tool\"\nargs = [\"*\", \"x\"]\n", 1, "exec.allow[0]", "not within any operator allow rule"},
+		{"absolute path of another program", "[[exec.allow]]\nprogram = \"$DIR/bin/third\"\n", 1, "exec.allow[0]", "allows no rule for this program"},
+		{"injection variable", "[[exec.allow]]\nprogram = \"tool\"\nargs = [\"build\"]\nenv = [\"GIT_SSH_COMMAND\"]\n", 1, "exec.allow[0]",
+			`env "GIT_SSH_COMMAND" is not allowed by the operator's exec env nor by "tool build" at $OP:17`},
+		{"path outside", "[exec]\npath = [\"$DIR/bin\", \"/usr/bin\"]\n", 2, "exec.path", `"/usr/bin" is not in the operator layer's exec path`},
+		{"env outside", "[exec]\nenv = [\"LANG\", \"PATH\"]\n", 2, "exec.env", `"PATH" is not allowed by the operator layer's exec env (LANG, LC_*)`},
+		{"env prefix wider", "[exec]\nenv = [\"L*\"]\n", 2, "exec.env", `"L*" is not allowed`},
+		{"timeout raised", "[exec]\ntimeout = \"2m\"\n", 2, "exec.timeout", "cannot raise it from 1m0s to 2m0s"},
+		{"timeout removed", "[exec]\n\ntimeout = \"0s\"\n", 3, "exec.timeout", "cannot raise it from 1m0s to 0 (none)"},
+		{"limit removed", "[exec.limits]\ncpu_seconds = 0\n", 2, "exec.limits.cpu_seconds", "cannot raise it from 60 to 0 (unlimited)"},
+		{"output uncapped", "[exec]\noutput_limit = -1\n", 2, "exec.output_limit", "cannot raise it from 1048576 to -1 (no cap)"},
+		{"switch loosened", "[exec]\ndeny_network = false\n", 2, "exec.deny_network", "cannot turn it off: the operator layer turns it on"},
+		{"landlock off", "[exec]\nno_landlock = true\n", 2, "exec.no_landlock", "cannot turn it on"},
+		{"home moved", "[exec]\nhome = \"$WORK\"\n", 2, "exec.home", "cannot move it (operator: unset"},
+		{"invalid workspace rule", "[[exec.deny]]\nprogram = \"./tool\"\n", 1, "exec.deny[0]", "relative program names are refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, bin := newExecLayerEnv(t)
+			f, err := e.load(t, tt.workspace)
+			if f != nil {
+				t.Fatal("a widening workspace layer was loaded")
+			}
+			msg := strings.NewReplacer("$BIN", bin, "$OP", e.op).Replace(tt.msg)
+			p := assertProblem(t, err, tt.key, tt.line, msg, "")
+			if p.File != e.ws {
+				t.Errorf("problem reported in %s, want the workspace file", p.File)
+			}
+			t.Log(err)
+		})
+	}
+}

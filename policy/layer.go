@@ -54,7 +54,7 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 	if err != nil {
 		return nil, err
 	}
-	if _, err := buildFile(c, []*fileSpec{ws}, ws.entries(), false, ws.exec.spec, ws.net.spec, ws.modes); err != nil {
+	if _, err := buildFile(c, []*fileSpec{ws}, ws.entries(), false, ws.exec.alone(op.exec), ws.net.spec, ws.modes); err != nil {
 		return nil, err
 	}
 	opPol := opFile.Policy
