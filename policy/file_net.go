@@ -305,10 +305,10 @@ func netCovered(ops []opNetRule, r NetRule, w *netRule) string {
 	var special string
 	for _, on := range ops {
 		o := on.x
-		all = append(all, o)
-		if o.kind != w.kind || o.listen != w.listen {
+		if o.kind != w.kind || o.listen != w.listen || (on.r.Host != "") != (r.Host != "") || (on.r.CIDR != "") != (r.CIDR != "") {
 			continue
 		}
+		all = append(all, o) // the same kind of rule, for the message
 		switch {
 		case r.Host != "":
 			if o.prefix.IsValid() || o.path != "" || on.r.Host == "" || !hostCovers(on.r.Host, r.Host) {
@@ -333,6 +333,9 @@ func netCovered(ops []opNetRule, r NetRule, w *netRule) string {
 	if len(covering) == 0 {
 		if special != "" {
 			return what + ": " + special
+		}
+		if len(all) == 0 {
+			return what + " is not within any operator allow rule (the operator layer has no allow rule of this kind)"
 		}
 		return what + " is not within any operator allow rule (" + netRuleList(all) + ")"
 	}
