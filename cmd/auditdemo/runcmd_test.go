@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	work, pol := agentHome(t)
+	t.Chdir(work)
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+
+	r := cli(t, "run", "--policy", pol, "--log", logPath, "--", "echo", "hello", "world")
+	if r.code != 0 {
+		t.Fatalf("run echo: %v", r)
+	}
+	if r.stdout != "hello world\n" {
+		t.Errorf("the command's output is not streamed as it is: %q", r.stdout)
+	}
+	wantAll(t, "run report", r.stderr,
+		"--- auditguard ---",
+		"exec exec echo hello world: allowed by policy",
+		`rule:     exec rule "echo" (`+pol+":24)",
+		"program:  /", "dir="+work,
+		"exit status: 0",
+		"confinement:", "landlock ", "process group ", "timeout        30s",
+	)
+
+	// --log writes the decision as a JSON line, allows included.
+	recs := readJSONLines(t, logPath)
+	if len(recs) != 1 || recs[0]["outcome"] != "allowed" || recs[0]["protocol"] != "exec" ||
+		recs[0]["source"] != pol+":24" || !strings.HasSuffix(recs[0]["program"].(string), "/echo") {
+		t.Errorf("log records: %v", recs)
+	}
+
+	// A command's own exit status comes back.
+	if r := cli(t, "run", "--policy", pol, "--", "ls", filepath.Join(work, "missing")); r.code != 2 {
+		t.Errorf("ls of a missing file: want its exit status 2: %v", r)
+	}
+
+	// A denied command is not started.
+	r = cli(t, "run", "--policy", pol, "--", "rm", "-rf", work)
+	if r.code != exitRefused {
+		t.Fatalf("rm -rf: %v", r)
+	}
+	wantAll(t, "run report", r.stderr, "refused: auditguard: exec denied", `exec rule "deny rm -r" (`+pol+":37)", "denied [hard] by policy")
+	if strings.Contains(r.stderr, "confinement:") {
+		t.Errorf("a refused command reports a confinement:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(work); err != nil {
+		t.Fatalf("the denied rm ran: %v", err)
+	}
+}
+
+// TestRunLandlock checks that the kernel confinement the run reports is in
+// force: touch is allowed by the exec rules, but outside the write roots
+// Landlock refuses it.
+func TestRunLandlock(t *testing.T) {
+	work, pol := agentHome(t)
+	t.Chdir(work)
+	outside := filepath.Join(t.TempDir(), "outside")
+	r := cli(t, "run", "--policy", pol, "--", "touch", outside)
+	if strings.Contains(r.stderr, "landlock       none") {
+		t.Skipf("Landlock is not available here: %s", r.stderr)
+	}
+	if r.code == 0 {
+		t.Fatalf("touch outside the write roots succeeded under Landlock: %v", r)
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Fatalf("%s was created: %v", outside, err)
+	}
+	wantAll(t, "run report", r.stderr, "landlock       abi ", work+":rw", "exec exec touch "+outside+": allowed")
+
+	inside := filepath.Join(work, "inside")
+	if r := cli(t, "run", "--policy", pol, "--", "touch", inside); r.code != 0 {
+		t.Fatalf("touch inside the write root: %v", r)
+	}
+	if _, err := os.Stat(inside); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	_, pol := agentHome(t)
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--policy", pol},
+		{"run", "--policy", pol, "--"},
+		{"run", "--", "echo"},
+		{"run", "--policy", filepath.Join(t.TempDir(), "missing.toml"), "--", "echo"},
+	} {
+		if r := cli(t, args...); r.code != 2 {
+			t.Errorf("%q: %v", args, r)
+		}
+	}
+}
+
+func readJSONLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("%s: %v: %s", path, err, sc.Text())
+		}
+		out = append(out, m)
+	}
+	return out
+}
