@@ -148,6 +148,9 @@ func (r logRecord) describe() string {
 	if r.Target2 != "" {
 		what += " -> " + r.Target2
 	}
+	if r.Op == r.Protocol { // "exec exec"
+		return oneLine(r.Protocol + " " + what)
+	}
 	return oneLine(r.Protocol + " " + r.Op + " " + what)
 }
 
