@@ -142,10 +142,16 @@ func splitRule(rule string) (kind, pattern string) {
 // describe renders an event for comments: "fs write /w/a.txt".
 func (r logRecord) describe() string {
 	what := r.Target
+	if r.Protocol == "fs" && r.Resolved != "" {
+		what = r.Resolved // where the call really lands
+	}
 	if len(r.Argv) > 0 {
 		what = strings.Join(r.Argv, " ")
 	}
-	if r.Target2 != "" {
+	switch {
+	case r.Protocol == "fs" && r.Resolved2 != "":
+		what += " -> " + r.Resolved2
+	case r.Target2 != "":
 		what += " -> " + r.Target2
 	}
 	if r.Op == r.Protocol { // "exec exec"
