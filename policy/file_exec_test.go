@@ -269,6 +269,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"port out of range", "[[net.allow]]\nhost = \"a.example\"\nports = [70000]\n", "net.allow[0].ports[0]", 3, "not a port", ""},
 		{"listen as string", "[[net.allow]]\ncidr = \"127.0.0.1\"\nlisten = \"yes\"\n", "net.allow[0].listen", 3, "expected a boolean", ""},
 		{"rule not a table", "[exec]\ndeny = [\"tool\"]\n", "exec.deny[0]", 2, "expected a table", ""},
+		{"single brackets", "[exec.allow]\nprogram = \"tool\"\n", "exec.allow", 1, "expected an array of tables ([[exec.allow]]), got a table", ""},
 		{"missing program", "[[exec.allow]]\nargs = [\"x\"]\n", "exec.allow[0]", 1, "missing program", ""},
 		{"missing target", "[net]\n\n[[net.deny]]\nports = [22]\n", "net.deny[0]", 3, "missing host, cidr or path", ""},
 		// Values, checked by the decoder.
