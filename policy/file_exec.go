@@ -250,7 +250,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 			}
 			continue
 		}
-		fr := fileRule{file: d.name, at: t.pos, key: rpath}
+		fr := fileRule{file: d.name, at: t.pos, key: rpath, value: r.Program}
 		r.Source = fr.source()
 		x.spec.Rules = append(x.spec.Rules, r)
 		x.rules = append(x.rules, fr)

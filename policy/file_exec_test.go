@@ -287,6 +287,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"exec example", pathLine + "[[exec.allow]]\nprogram = \"tool\"\nargs = [\"build\"]\nmatch = [[\"test\"]]\n", "exec.allow[0]", 3, `example ["test"] does not match`, ""},
 		{"exec counter-example", pathLine + "[[exec.deny]]\nprogram = \"tool\"\nargs = [\"-c\"]\nno_match = [[\"-cx\"]]\n", "exec.deny[0]", 3, `counter-example ["-cx"] matches`, ""},
 		{"bad cidr", "[[net.allow]]\nhost = \"a.example\"\n\n[[net.allow]]\ncidr = \"10.0.0.1/8\"\n", "net.allow[1]", 4, "host bits are set: did you mean 10.0.0.0/8?", ""},
+		{"inline rules on one line", pathLine + "deny = [{program = \"tool\"}, {program = \"gone\"}]\n", "exec.deny[1]", 3, `"gone": executable file not found`, ""},
 		{"bad port", "[net]\nallow = [\n  {host = \"a.example\", ports = [\"80\"]},\n  {host = \"b.example\", ports = [\"9000-8000\"]},\n]\n", "net.allow[1]", 4, "range is reversed", ""},
 		{"two targets", "[[net.deny]]\nhost = \"a.example\"\ncidr = \"10.0.0.0/8\"\n", "net.deny[0]", 1, "exactly one of Host, CIDR and Path", ""},
 		{"unknown network", "[[net.allow]]\nhost = \"a.example\"\nnetwork = \"sctp\"\n", "net.allow[0]", 1, `unknown network "sctp"`, ""},
