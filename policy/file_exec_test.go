@@ -452,6 +452,7 @@ func TestLayersExecRejectWidening(t *testing.T) {
 		{"injection variable", "[[exec.allow]]\nprogram = \"tool\"\nargs = [\"build\"]\nenv = [\"GIT_SSH_COMMAND\"]\n", 1, "exec.allow[0]",
 			`env "GIT_SSH_COMMAND" is not allowed by the operator's exec env nor by "tool build" at $OP:17`},
 		{"path outside", "[exec]\npath = [\"$DIR/bin\", \"/usr/bin\"]\n", 2, "exec.path", `"/usr/bin" is not in the operator layer's exec path`},
+		{"empty path means the default", "[exec]\npath = []\n", 2, "exec.path", `"/usr/local/sbin" is not in the operator layer's exec path`},
 		{"env outside", "[exec]\nenv = [\"LANG\", \"PATH\"]\n", 2, "exec.env", `"PATH" is not allowed by the operator layer's exec env (LANG, LC_*)`},
 		{"env prefix wider", "[exec]\nenv = [\"L*\"]\n", 2, "exec.env", `"L*" is not allowed`},
 		{"timeout raised", "[exec]\ntimeout = \"2m\"\n", 2, "exec.timeout", "cannot raise it from 1m0s to 2m0s"},
