@@ -127,7 +127,7 @@ func Parse(name string, data []byte, opts ...LoadOption) (*File, error) {
 	if len(errs) > 0 {
 		return nil, &LoadError{Problems: errs}
 	}
-	return buildFile(c, []*fileSpec{spec}, spec.entries(), spec.replaceProtected, spec.exec, spec.net, spec.modes)
+	return buildFile(c, []*fileSpec{spec}, spec.entries(), spec.replaceProtected, spec.exec.spec, spec.net.spec, spec.modes)
 }
 
 // fileSpec is one decoded policy file, before validation of its values.
@@ -140,8 +140,8 @@ type fileSpec struct {
 	replaceProtected bool
 	modes            Modes
 	modeAt           [3]filePos // fs, exec, net
-	exec             ExecSpec
-	net              NetSpec
+	exec             execFile   // file_exec.go
+	net              netFile    // file_net.go
 }
 
 // fileEntry is one path entry and where it is written.
@@ -383,6 +383,10 @@ func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace boo
 				if e, ok := where[key{ee.Field, ee.Value, ee.Source}]; ok {
 					probs = append(probs, &FileError{File: e.file, Line: e.at.line, Col: e.at.col, Key: e.key,
 						Msg: strconv.Quote(e.value) + ": " + ee.Err.Error(), Err: ee})
+					continue
+				}
+				if fe := ruleEntryError(specs, ee); fe != nil { // file_rulepos.go: exec and net rules
+					probs = append(probs, fe)
 					continue
 				}
 			}

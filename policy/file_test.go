@@ -129,7 +129,7 @@ func TestParseErrors(t *testing.T) {
 		{"key in the wrong table", "write_roots = [\"/w\"]\n", "write_roots", 1, "belongs in [fs]", "fs.write_roots"},
 		{"typo in table", "\n[fss]\nwrite_roots = []\n", "fss", 2, "unknown key", "fs"},
 		{"no suggestion", "[fs]\nxyzzy = 1\n", "fs.xyzzy", 2, "unknown key", ""},
-		{"limits are not part of the format", "[limits]\nmax_files = 3\n", "limits", 1, "unknown key", ""},
+		{"limits belong to exec", "[limits]\nmax_files = 3\n", "limits", 1, "belongs in [exec]", "exec.limits"},
 		{"string for array", "[fs]\n\nwrite_roots = \"/w\"\n", "fs.write_roots", 3, "expected an array of strings, got a string", ""},
 		{"element type", "[fs]\nwrite_roots = [\n  \"/w\",\n  42,\n]\n", "fs.write_roots[1]", 4, "expected a string, got an integer", ""},
 		{"bool type", "[fs]\nreplace_protected = \"yes\"\n", "fs.replace_protected", 2, "expected a boolean", ""},
@@ -143,8 +143,8 @@ func TestParseErrors(t *testing.T) {
 		{"empty entry", "[fs]\nprotected = [\"\"]\n", "fs.protected", 2, "empty entry", ""},
 		{"duplicate key", "[fs]\nwrite_roots = []\nwrite_roots = []\n", "write_roots", 3, "already defined", ""},
 		{"syntax", "[fs\n", "", 1, "", ""},
-		{"exec not supported", "[exec]\nallow = [\"git\"]\n", "exec.allow", 2, "not supported yet", ""},
-		{"net not supported", "[net]\n\n\nallow = [\"example.com:443\"]\n", "net.allow", 4, "not supported yet", ""},
+		{"exec allow of strings", "[exec]\nallow = [\"git\"]\n", "exec.allow[0]", 2, "expected a table, got a string", ""},
+		{"net allow of strings", "[net]\n\n\nallow = [\"example.com:443\"]\n", "net.allow[0]", 4, "expected a table, got a string", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,14 +168,17 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestParseUnsupportedIs(t *testing.T) {
-	_, err := Parse("p.toml", []byte("[exec]\nallow = []\n"))
-	if !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("errors.Is(%v, ErrUnsupported) = false", err)
-	}
-	// An empty [exec] or [net] table says nothing and is accepted.
-	if _, err := Parse("p.toml", []byte("[exec]\n[net]\n")); err != nil {
-		t.Fatal(err)
+func TestParseEmptyExecNet(t *testing.T) {
+	// Empty [exec] and [net] tables, and empty rule lists, say nothing and
+	// are accepted: with no rules every program and connection is denied.
+	for _, doc := range []string{"[exec]\n[net]\n", "[exec]\nallow = []\n[net]\ndeny = []\n"} {
+		f, err := Parse("p.toml", []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := f.Policy.CheckExec("/bin/true", []string{"true"}); d.Allowed {
+			t.Errorf("%q: an empty exec table allowed a program", doc)
+		}
 	}
 }
 
@@ -224,6 +227,8 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"[fs]\nwrite_roots = [\"/w\", \".\"]\n", "fs.protected = [\"a\"]\n", "fs = { read_deny = [\"~/x\"] }\n",
 		"[[fs]]\n", "[fs.a.b]\n", "a.b.c = 1\n[a]\n", "[modes]\nfs = \"off\"\n", "x = [[1], {a = 1}]\n",
+		"[[exec.allow]]\nprogram = \"/bin/sh\"\nargs = [\"-c\", \"*\"]\nmatch = [[\"-c\", \"x\"]]\n[exec.limits]\nopen_files = 3\n",
+		"[[net.allow]]\nhost = \"*.a.example\"\nports = [1, \"2-3\"]\nmatch = [\"b.a.example:2\"]\n", "[net]\ndeny = [{cidr = \"::1\", listen = true}]\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -239,6 +244,8 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		file.Policy.CheckPath(OpWrite, "/w/x", "/w")
+		file.Policy.CheckExec("/bin/sh", []string{"sh", "-c", "x"})
+		file.Policy.CheckNet(OpConnect, "tcp", "b.a.example", 2, nil)
 	})
 }
 
@@ -267,8 +274,13 @@ func BenchmarkParseExample(b *testing.B) {
 	})
 	b.Run("New", func(b *testing.B) {
 		// The same rules built in code: what a file adds is Parse - New.
+		fs, errs := decodeFile("example.toml", data)
+		if len(errs) > 0 {
+			b.Fatal(errs[0])
+		}
 		spec := Spec{Home: home, WriteRoots: []string{"/srv/agent/work", "~/.cache/agent", "."},
-			ReadDeny: []string{"~/.ssh", "~/.aws", ".env", "*.pem"}, Protected: []string{"secrets", "Makefile"}}
+			ReadDeny: []string{"~/.ssh", "~/.aws", ".env", "*.pem"}, Protected: []string{"secrets", "Makefile"},
+			Exec: fs.exec.spec, Net: fs.net.spec}
 		for b.Loop() {
 			if _, err := New(spec); err != nil {
 				b.Fatal(err)

@@ -50,11 +50,11 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 		return nil, &LoadError{Problems: errs}
 	}
 	// Each layer must be valid on its own before they are compared.
-	opFile, err := buildFile(c, []*fileSpec{op}, op.entries(), op.replaceProtected, op.exec, op.net, op.modes)
+	opFile, err := buildFile(c, []*fileSpec{op}, op.entries(), op.replaceProtected, op.exec.spec, op.net.spec, op.modes)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := buildFile(c, []*fileSpec{ws}, ws.entries(), false, ExecSpec{}, NetSpec{}, ws.modes); err != nil {
+	if _, err := buildFile(c, []*fileSpec{ws}, ws.entries(), false, ws.exec.alone(op.exec), ws.net.spec, ws.modes); err != nil {
 		return nil, err
 	}
 	opPol := opFile.Policy
@@ -131,7 +131,7 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 		*pair.effected = pair.ws
 	}
 
-	exec := layerExec(d, op.exec, ws.exec)
+	exec := layerExec(d, opFile.Policy, op.exec, ws.exec)
 	net := layerNet(d, op.net, ws.net)
 	if len(d.errs) > 0 {
 		return nil, &LoadError{Problems: d.errs}
