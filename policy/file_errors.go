@@ -77,4 +77,3 @@ func (e *LoadError) Unwrap() []error {
 	}
 	return out
 }
-
