@@ -1,0 +1,160 @@
+package fsguard
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/auditguard/auditguard/policy"
+)
+
+// rootCache keeps one os.Root per write-root directory, opened on first use.
+type rootCache struct {
+	mu    sync.Mutex
+	roots map[string]*os.Root
+	snap  atomic.Pointer[rootsSnap]
+}
+
+// rootsSnap caches a policy's write roots so a call does not copy them.
+type rootsSnap struct {
+	pol   *policy.Policy
+	roots []string
+}
+
+func (c *rootCache) get(dir string) (*os.Root, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.roots[dir]; r != nil {
+		return r, nil
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	if c.roots == nil {
+		c.roots = map[string]*os.Root{}
+	}
+	c.roots[dir] = r
+	return r, nil
+}
+
+func (c *rootCache) closeAll() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for k, r := range c.roots {
+		errs = append(errs, r.Close())
+		delete(c.roots, k)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *rootCache) writeRoots(p *policy.Policy) []string {
+	if s := c.snap.Load(); s != nil && s.pol == p {
+		return s.roots
+	}
+	s := &rootsSnap{pol: p, roots: p.WriteRoots()}
+	c.snap.Store(s)
+	return s.roots
+}
+
+// rootFor returns the deepest write-root directory of the guard's policy
+// (or the working directory, when "." is a root) that contains every path,
+// or "" when none does (the call was allowed by a host callback or Warn
+// mode, outside every root).
+func (f *Fs) rootFor(paths ...string) string {
+	if !f.isOS || f.scope == nil {
+		return ""
+	}
+	pol := f.scope.Guard().Policy()
+	best := ""
+	consider := func(dir string) {
+		if len(dir) <= len(best) && best != "" {
+			return
+		}
+		for _, p := range paths {
+			if !policy.Within(p, dir) {
+				return
+			}
+		}
+		best = dir
+	}
+	for _, r := range f.roots.writeRoots(pol) {
+		consider(r)
+	}
+	if pol.DotRoot() {
+		consider(f.getwd())
+	}
+	return best
+}
+
+// rel makes a resolved path relative to root dir (".", for the root itself).
+func rel(dir, path string) string {
+	if path == dir {
+		return "."
+	}
+	if dir == "/" {
+		return path[1:]
+	}
+	return path[len(dir)+1:]
+}
+
+// inRoot returns the os.Root to mutate path through, and path relative to
+// it; ok is false when no write root contains the path.
+func (f *Fs) inRoot(path string) (r *os.Root, relPath string, ok bool, err error) {
+	dir := f.rootFor(path)
+	if dir == "" {
+		return nil, "", false, nil
+	}
+	r, err = f.roots.get(dir)
+	if err != nil {
+		return nil, "", true, err
+	}
+	return r, rel(dir, path), true, nil
+}
+
+// parentIn opens the directory that holds path, through the deepest root
+// containing it, for the two-name operations whose names sit under
+// different roots. The returned file is a directory opened inside the
+// root, so a symbolic link swapped into the parent chain cannot move it out.
+func (f *Fs) parentIn(path string) (*os.File, string, bool, error) {
+	r, relPath, ok, err := f.inRoot(parentOf(path))
+	if !ok || err != nil {
+		return nil, "", ok, err
+	}
+	d, err := r.Open(relPath)
+	if err != nil {
+		return nil, "", true, err
+	}
+	return d, baseName(path), true, nil
+}
+
+// renameName rewrites the paths of an error from a root or fallback call to
+// the names the caller used.
+func renameErr(err error, op, name string) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: op, Path: name, Err: pe.Err}
+	}
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+func renameLinkErr(err error, op, oldname, newname string) error {
+	if err == nil {
+		return nil
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return &os.LinkError{Op: op, Old: oldname, New: newname, Err: le.Err}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &os.LinkError{Op: op, Old: oldname, New: newname, Err: pe.Err}
+	}
+	return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err}
+}
