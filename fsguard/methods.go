@@ -206,9 +206,21 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 		}
 	}
 	if len(req) == 0 {
+		// Nothing to create: a read of the existing entry, as os.MkdirAll
+		// only stats it.
 		ev.Op = policy.OpRead
 		ev.Detail = "MkdirAll of an existing entry"
-		req = multiReq{{op: policy.OpRead, path: r.path, cwd: cwd}}
+		if err := f.check(ev, &pathReq{op: policy.OpRead, path: r.path, cwd: cwd}); err != nil {
+			return pathErr("mkdir", name, err)
+		}
+		fi, err := f.base.Stat(r.path)
+		if err != nil {
+			return renameErr(err, "mkdir", name)
+		}
+		if !fi.IsDir() {
+			return pathErr("mkdir", name, syscall.ENOTDIR)
+		}
+		return nil
 	}
 	// Outermost first, so a denial names the first directory that would
 	// have been made.

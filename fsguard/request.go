@@ -95,9 +95,24 @@ func resolveDetail(err error) string {
 	return err.Error()
 }
 
-// denyResolve runs the pipeline for a name that could not be resolved, so
-// the denial is recorded and reaches the callbacks like any other.
+// denyResolve handles a name that could not be resolved. The call is never
+// carried out. When the failure is the kernel's own answer for the same
+// name (a file used as a directory, a symbolic-link loop, a permission
+// error while walking), that error is returned as the kernel would, so
+// callers such as MkdirAll and Walk behave as on the raw filesystem; any
+// other failure runs the pipeline with an invalid-tier denial, so it is
+// recorded and reaches the callbacks like every denial.
 func (f *Fs) denyResolve(ev *audit.Event, err error) error {
+	switch {
+	case errors.Is(err, policy.ErrNotDir):
+		return syscall.ENOTDIR
+	case errors.Is(err, policy.ErrTooManyLinks):
+		return syscall.ELOOP
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
 	return f.check(ev, failReq{detail: resolveDetail(err)})
 }
 
