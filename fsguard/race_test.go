@@ -1,0 +1,90 @@
+package fsguard_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/spf13/afero"
+
+	"github.com/auditguard/auditguard/fsguard"
+	"github.com/auditguard/auditguard/policy"
+)
+
+// TestRaceSwappedDirectory keeps swapping root/d between a real directory
+// and a symbolic link to an outside directory (absolute and relative, in
+// turn) while another goroutine keeps writing under root/d through the
+// guard. Whatever the interleaving, nothing may land outside: a swap
+// between the check and the system call is caught by the os.Root the
+// write goes through.
+func TestRaceSwappedDirectory(t *testing.T) {
+	base := tempDir(t)
+	root := filepath.Join(base, "root")
+	out := filepath.Join(base, "outside")
+	mustDo(t, os.MkdirAll(filepath.Join(root, "d"), 0o755), os.Mkdir(out, 0o755))
+	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}})
+	g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
+
+	const writes = 1500
+	const maxSwaps = 200000
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	swaps := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d, keep := filepath.Join(root, "d"), filepath.Join(root, "d.keep")
+		targets := []string{out, "../outside"}
+		for swaps < maxSwaps {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			// d becomes a link out, then the real directory again.
+			if err := os.Rename(d, keep); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := os.Symlink(targets[swaps%2], d); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := os.Remove(d); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := os.Rename(keep, d); err != nil {
+				t.Error(err)
+				return
+			}
+			swaps++
+		}
+	}()
+
+	ok := 0
+	for i := range writes {
+		name := fmt.Sprintf("d/f-%d", i)
+		if f, err := g.Create(name); err == nil {
+			f.WriteString("x")
+			f.Close()
+			ok++
+		}
+		g.Mkdir(fmt.Sprintf("d/dir-%d", i), 0o755)
+		g.Chmod(name, 0o600)
+		g.SymlinkIfPossible("f", fmt.Sprintf("d/l-%d", i))
+		g.Rename(name, name+".renamed")
+	}
+	close(done)
+	wg.Wait()
+
+	if got := entries(t, out); len(got) > 0 {
+		t.Fatalf("%d entries landed outside the root: %v", len(got), got[:min(len(got), 10)])
+	}
+	t.Logf("%d swaps, %d of %d creates succeeded, 0 entries outside", swaps, ok, writes)
+	if swaps == 0 {
+		t.Fatal("the swapper never ran")
+	}
+}
