@@ -26,12 +26,18 @@ func (f *Fs) offErr(op, name string) error {
 
 // single resolves name, checks op on it and returns the resolution. It is
 // the front half of every one-name method.
-func (f *Fs) single(op policy.Op, opName, name string, follow, linkRule bool) (resolved, error) {
+// It also returns the working directory the name was taken from, so the
+// call itself uses the same one even if another goroutine moves the handle.
+// flag, for opens, fills the event's Detail.
+func (f *Fs) single(op policy.Op, opName, name string, follow, linkRule bool, flag int) (resolved, string, error) {
 	cwd := f.getwd()
 	ev := &audit.Event{Op: op, Target: name}
+	if opName == "open" {
+		ev.Detail = flagString(flag)
+	}
 	r, err := f.resolve(name, cwd, follow)
 	if err != nil {
-		return r, pathErr(opName, name, f.denyResolve(ev, err))
+		return r, cwd, pathErr(opName, name, f.denyResolve(ev, err))
 	}
 	ev.Resolved = r.path
 	req := &pathReq{op: op, path: r.path, cwd: cwd}
@@ -39,9 +45,17 @@ func (f *Fs) single(op policy.Op, opName, name string, follow, linkRule bool) (r
 		req.nlink = f.nlinkOf(r)
 	}
 	if err := f.check(ev, req); err != nil {
-		return r, pathErr(opName, name, err)
+		return r, cwd, pathErr(opName, name, err)
 	}
-	return r, nil
+	return r, cwd, nil
+}
+
+// absAt makes name absolute against cwd, without cleaning it.
+func absAt(name, cwd string) string {
+	if len(name) > 0 && name[0] == '/' {
+		return name
+	}
+	return cwd + "/" + name
 }
 
 // Create creates or truncates name for writing, like os.Create.
@@ -75,8 +89,10 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 	if write {
 		op = policy.OpWrite
 	}
-	follow := flag&syscall.O_NOFOLLOW == 0
-	r, err := f.single(op, "open", name, follow, write)
+	// O_NOFOLLOW, and O_CREATE|O_EXCL, act on a final symbolic link itself
+	// (the kernel then refuses it): check and open that entry.
+	follow := flag&syscall.O_NOFOLLOW == 0 && flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
+	r, cwd, err := f.single(op, "open", name, follow, write, flag)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +112,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 			fl, err = f.base.OpenFile(r.path, flag, perm)
 		}
 	} else {
-		fl, err = f.base.OpenFile(f.abs(name), flag, perm)
+		fl, err = f.base.OpenFile(absAt(name, cwd), flag, perm)
 	}
 	if err != nil {
 		return nil, renameErr(err, "open", name)
@@ -112,10 +128,11 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 		}
 		return f.base.Stat(f.abs(name))
 	}
-	if _, err := f.single(policy.OpRead, "stat", name, true, false); err != nil {
+	_, cwd, err := f.single(policy.OpRead, "stat", name, true, false, 0)
+	if err != nil {
 		return nil, err
 	}
-	fi, err := f.base.Stat(f.abs(name))
+	fi, err := f.base.Stat(absAt(name, cwd))
 	return fi, renameErr(err, "stat", name)
 }
 
@@ -123,14 +140,19 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 // final symbolic link, when the base can; the bool reports whether Lstat was
 // used.
 func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	var a string
 	if f.off() {
 		if err := f.offErr("lstat", name); err != nil {
 			return nil, false, err
 		}
-	} else if _, err := f.single(policy.OpRead, "lstat", name, false, false); err != nil {
-		return nil, false, err
+		a = f.abs(name)
+	} else {
+		_, cwd, err := f.single(policy.OpRead, "lstat", name, false, false, 0)
+		if err != nil {
+			return nil, false, err
+		}
+		a = absAt(name, cwd)
 	}
-	a := f.abs(name)
 	switch {
 	case f.isOS:
 		fi, err := os.Lstat(a)
@@ -145,14 +167,20 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 
 // ReadlinkIfPossible returns the target of the symbolic link name.
 func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	var a string
 	if f.off() {
 		if err := f.offErr("readlink", name); err != nil {
 			return "", err
 		}
-	} else if _, err := f.single(policy.OpRead, "readlink", name, false, false); err != nil {
-		return "", err
+		a = f.abs(name)
+	} else {
+		_, cwd, err := f.single(policy.OpRead, "readlink", name, false, false, 0)
+		if err != nil {
+			return "", err
+		}
+		a = absAt(name, cwd)
 	}
-	s, err := f.readlink(f.abs(name))
+	s, err := f.readlink(a)
 	return s, renameErr(err, "readlink", name)
 }
 
@@ -164,7 +192,7 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 		}
 		return renameErr(f.base.Mkdir(f.abs(name), perm), "mkdir", name)
 	}
-	r, err := f.single(policy.OpCreate, "mkdir", name, false, false)
+	r, _, err := f.single(policy.OpCreate, "mkdir", name, false, false, 0)
 	if err != nil {
 		return err
 	}
@@ -250,7 +278,7 @@ func (f *Fs) Remove(name string) error {
 		}
 		return renameErr(f.base.Remove(f.abs(name)), "remove", name)
 	}
-	r, err := f.single(policy.OpDelete, "remove", name, false, false)
+	r, _, err := f.single(policy.OpDelete, "remove", name, false, false, 0)
 	if err != nil {
 		return err
 	}
@@ -539,7 +567,7 @@ func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBa
 		}
 		return renameErr(onBase(f.abs(name)), opName, name)
 	}
-	r, err := f.single(policy.OpAttr, opName, name, true, true)
+	r, _, err := f.single(policy.OpAttr, opName, name, true, true, 0)
 	if err != nil {
 		return err
 	}
@@ -559,7 +587,7 @@ func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBa
 func (f *Fs) Chdir(dir string) error {
 	// In Off mode check passes (after the scope rules); the destination is
 	// still resolved and must be a directory.
-	r, err := f.single(policy.OpChdir, "chdir", dir, true, false)
+	r, _, err := f.single(policy.OpChdir, "chdir", dir, true, false, 0)
 	if err != nil {
 		return err
 	}
@@ -575,4 +603,41 @@ func (f *Fs) Chdir(dir string) error {
 	p := r.path
 	f.cwd.Store(&p)
 	return nil
+}
+
+// flagString renders open flags for the event's Detail; the common
+// combinations are constants.
+func flagString(flag int) string {
+	switch flag {
+	case os.O_RDONLY:
+		return "O_RDONLY"
+	case os.O_RDWR | os.O_CREATE | os.O_TRUNC:
+		return "O_RDWR|O_CREATE|O_TRUNC"
+	case os.O_WRONLY | os.O_CREATE | os.O_TRUNC:
+		return "O_WRONLY|O_CREATE|O_TRUNC"
+	case os.O_WRONLY | os.O_CREATE | os.O_APPEND:
+		return "O_WRONLY|O_CREATE|O_APPEND"
+	case os.O_RDWR | os.O_CREATE | os.O_EXCL:
+		return "O_RDWR|O_CREATE|O_EXCL"
+	}
+	names := []struct {
+		bit  int
+		name string
+	}{
+		{os.O_WRONLY, "O_WRONLY"}, {os.O_RDWR, "O_RDWR"}, {os.O_CREATE, "O_CREATE"}, {os.O_EXCL, "O_EXCL"},
+		{os.O_TRUNC, "O_TRUNC"}, {os.O_APPEND, "O_APPEND"}, {os.O_SYNC, "O_SYNC"}, {syscall.O_NOFOLLOW, "O_NOFOLLOW"},
+	}
+	out := ""
+	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		out = "O_RDONLY"
+	}
+	for _, n := range names {
+		if flag&n.bit != 0 {
+			if out != "" {
+				out += "|"
+			}
+			out += n.name
+		}
+	}
+	return out
 }
