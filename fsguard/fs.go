@@ -29,6 +29,7 @@ type Fs struct {
 
 	cwd   atomic.Pointer[string] // resolved, absolute
 	roots rootCache              // os.Root handles on write roots (OS base only)
+	pure  pureState              // what the fast paths need to decide purely
 }
 
 // Compile-time proof that Fs is a full afero filesystem with the optional
@@ -83,6 +84,7 @@ func New(ctx context.Context, base afero.Fs, opts ...Option) *Fs {
 	f.lst, _ = base.(afero.Lstater)
 	f.lr, _ = base.(afero.LinkReader)
 	f.ln, _ = base.(afero.Linker)
+	f.initPure()
 
 	dir := f.opts.dir
 	if dir == "" {

@@ -10,11 +10,18 @@ import (
 	"github.com/auditguard/auditguard/policy"
 )
 
-// rootCache keeps one os.Root per write-root directory, opened on first use.
+// rootCache keeps one handle per write-root directory, opened on first use.
 type rootCache struct {
 	mu    sync.Mutex
-	roots map[string]*os.Root
+	roots map[string]*rootHandle
 	snap  atomic.Pointer[rootsSnap]
+}
+
+// rootHandle is an os.Root on a write root, and a directory descriptor on
+// the same directory for the openat2 fast paths (fast_linux.go).
+type rootHandle struct {
+	root *os.Root
+	fd   int // O_PATH directory descriptor; -1 when it could not be opened
 }
 
 // rootsSnap caches a policy's write roots so a call does not copy them.
@@ -23,29 +30,31 @@ type rootsSnap struct {
 	roots []string
 }
 
-func (c *rootCache) get(dir string) (*os.Root, error) {
+func (c *rootCache) get(dir string) (*rootHandle, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := c.roots[dir]; r != nil {
-		return r, nil
+	if h := c.roots[dir]; h != nil {
+		return h, nil
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
+	h := &rootHandle{root: r, fd: openDirFd(dir)}
 	if c.roots == nil {
-		c.roots = map[string]*os.Root{}
+		c.roots = map[string]*rootHandle{}
 	}
-	c.roots[dir] = r
-	return r, nil
+	c.roots[dir] = h
+	return h, nil
 }
 
 func (c *rootCache) closeAll() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
-	for k, r := range c.roots {
-		errs = append(errs, r.Close())
+	for k, h := range c.roots {
+		errs = append(errs, h.root.Close())
+		closeDirFd(h.fd)
 		delete(c.roots, k)
 	}
 	return errors.Join(errs...)
@@ -108,11 +117,11 @@ func (f *Fs) inRoot(path string) (r *os.Root, relPath string, ok bool, err error
 	if dir == "" {
 		return nil, "", false, nil
 	}
-	r, err = f.roots.get(dir)
+	h, err := f.roots.get(dir)
 	if err != nil {
 		return nil, "", true, err
 	}
-	return r, rel(dir, path), true, nil
+	return h.root, rel(dir, path), true, nil
 }
 
 // parentIn opens the directory that holds path, through the deepest root
