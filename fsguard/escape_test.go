@@ -1,6 +1,7 @@
 package fsguard_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/fsguard"
 	"github.com/auditguard/auditguard/policy"
 )
@@ -205,10 +207,36 @@ func escapeCases() []escapeCase {
 	}
 }
 
+// pathVariants run a test body on each way a call can be decided: the
+// openat2 fast paths with a silent scope (pure decisions), the fast paths
+// with an OnCall callback (every call through the pipeline), and the slow
+// path (policy.Resolve and os.Root) alone.
+var pathVariants = []struct {
+	name   string
+	fast   bool
+	onCall bool
+}{{"fast", true, false}, {"fast+oncall", true, true}, {"slow", false, false}}
+
+func variantOpts(onCall bool) []audit.Option {
+	if !onCall {
+		return nil
+	}
+	return []audit.Option{audit.WithOnCall(func(context.Context, *audit.Event) audit.Verdict { return audit.Continue })}
+}
+
 // TestEscapeTable runs every operation on every escape path against a real
 // directory tree, and checks that each denied call left the disk exactly
 // as it was.
 func TestEscapeTable(t *testing.T) {
+	for _, v := range pathVariants {
+		t.Run(v.name, func(t *testing.T) {
+			defer fsguard.SetFastPaths(v.fast)()
+			escapeTable(t, variantOpts(v.onCall))
+		})
+	}
+}
+
+func escapeTable(t *testing.T, opts []audit.Option) {
 	for _, c := range escapeCases() {
 		t.Run(c.name, func(t *testing.T) {
 			seen := map[string]bool{}
@@ -219,7 +247,7 @@ func TestEscapeTable(t *testing.T) {
 				seen[op] = true
 				t.Run(op, func(t *testing.T) {
 					base, root := layout(t)
-					ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}})
+					ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}}, opts...)
 					g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
 					before := snapshot(t, base)
 					err := escapeOps[op](g, root, filepath.Join(base, c.path))

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spf13/afero"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/fsguard"
 	"github.com/auditguard/auditguard/policy"
 )
@@ -20,24 +22,35 @@ import (
 // between the check and the system call is caught by the os.Root the
 // write goes through.
 func TestRaceSwappedDirectory(t *testing.T) {
+	for _, v := range pathVariants {
+		t.Run(v.name, func(t *testing.T) {
+			defer fsguard.SetFastPaths(v.fast)()
+			raceSwappedDirectory(t, variantOpts(v.onCall))
+		})
+	}
+}
+
+func raceSwappedDirectory(t *testing.T, opts []audit.Option) {
 	base := tempDir(t)
 	root := filepath.Join(base, "root")
 	out := filepath.Join(base, "outside")
 	mustDo(t, os.MkdirAll(filepath.Join(root, "d"), 0o755), os.Mkdir(out, 0o755))
-	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}})
+	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}}, opts...)
 	g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
 
-	const writes = 1500
-	const maxSwaps = 200000
+	// The writer runs at least minWrites iterations and goes on (up to
+	// maxWrites) until the swapper has swapped minSwaps times, so both
+	// sides really interleave on a slow or busy machine.
+	const minWrites, maxWrites, minSwaps, maxSwaps = 1000, 20000, 500, 200000
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	swaps := 0
+	var swaps atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		d, keep := filepath.Join(root, "d"), filepath.Join(root, "d.keep")
 		targets := []string{out, "../outside"}
-		for swaps < maxSwaps {
+		for swaps.Load() < maxSwaps {
 			select {
 			case <-done:
 				return
@@ -48,7 +61,7 @@ func TestRaceSwappedDirectory(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if err := os.Symlink(targets[swaps%2], d); err != nil {
+			if err := os.Symlink(targets[swaps.Load()%2], d); err != nil {
 				t.Error(err)
 				return
 			}
@@ -60,12 +73,12 @@ func TestRaceSwappedDirectory(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			swaps++
+			swaps.Add(1)
 		}
 	}()
 
-	ok := 0
-	for i := range writes {
+	ok, i := 0, 0
+	for ; i < maxWrites && (i < minWrites || swaps.Load() < minSwaps); i++ {
 		name := fmt.Sprintf("d/f-%d", i)
 		if f, err := g.Create(name); err == nil {
 			f.WriteString("x")
@@ -83,8 +96,8 @@ func TestRaceSwappedDirectory(t *testing.T) {
 	if got := entries(t, out); len(got) > 0 {
 		t.Fatalf("%d entries landed outside the root: %v", len(got), got[:min(len(got), 10)])
 	}
-	t.Logf("%d swaps, %d of %d creates succeeded, 0 entries outside", swaps, ok, writes)
-	if swaps == 0 {
+	t.Logf("%d swaps, %d of %d creates succeeded, 0 entries outside", swaps.Load(), ok, i)
+	if swaps.Load() == 0 {
 		t.Fatal("the swapper never ran")
 	}
 }
