@@ -3,7 +3,6 @@ package fsguard
 import (
 	"io/fs"
 	"os"
-	"sync/atomic"
 
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
@@ -36,10 +35,6 @@ import (
 // kernel without openat2) falls back to the slow path, which resolves
 // with policy.Resolve and acts through os.Root. No fast path runs the
 // audit pipeline and then falls back: the slow path would ask again.
-
-// fastOff is set when the kernel refuses openat2 (too old, or a seccomp
-// filter), for the rest of the process.
-var fastOff atomic.Bool
 
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 

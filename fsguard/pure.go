@@ -7,6 +7,10 @@ import (
 	"github.com/auditguard/auditguard/policy"
 )
 
+// fastOff is set when the kernel refuses openat2 (too old, or a seccomp
+// filter), for the rest of the process; tests set it to run the slow path.
+var fastOff atomic.Bool
+
 // polFacts caches what a policy says about reads.
 type polFacts struct {
 	pol       *policy.Policy
