@@ -185,6 +185,9 @@ func (f *Fs) allow(ev func() *audit.Event, req audit.Request) error {
 //     checked as new is created; a file that appeared meanwhile (maybe a
 //     hard link) sends the call round again.
 func (f *Fs) fastOpenWrite(name, cwd string, flag int, perm os.FileMode) (afero.File, error, bool) {
+	if flag&(unix.O_PATH|unix.O_TMPFILE) != 0 {
+		return nil, nil, false
+	}
 	h, dir, p, ok := f.fastName(name, cwd)
 	if !ok {
 		return nil, nil, false
@@ -192,6 +195,7 @@ func (f *Fs) fastOpenWrite(name, cwd string, flag int, perm os.FileMode) (afero.
 	if !f.pureAllows(&pathReq{op: policy.OpWrite, path: p, cwd: cwd}) {
 		return nil, nil, false
 	}
+	silent := f.scope.Silent()
 	rp := rel(dir, p)
 	ev := func() *audit.Event {
 		return &audit.Event{Op: policy.OpWrite, Target: name, Resolved: p, Detail: flagString(flag)}
@@ -209,9 +213,13 @@ func (f *Fs) fastOpenWrite(name, cwd string, flag int, perm os.FileMode) (afero.
 			if st.Mode&unix.S_IFMT == unix.S_IFREG && !f.opts.multiLinkWrites {
 				req.nlink = uint64(st.Nlink)
 			}
-			if err := f.allow(ev, &req); err != nil {
-				unix.Close(fd)
-				return nil, pathErr("open", name, err), true
+			// A silent scope already has its answer for this path from the
+			// pure decision above, unless the link count now matters.
+			if !silent || req.nlink > 1 {
+				if err := f.allow(ev, &req); err != nil {
+					unix.Close(fd)
+					return nil, pathErr("open", name, err), true
+				}
 			}
 			if flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL {
 				unix.Close(fd)
@@ -225,8 +233,10 @@ func (f *Fs) fastOpenWrite(name, cwd string, flag int, perm os.FileMode) (afero.
 			}
 			return os.NewFile(uintptr(fd), name), nil, true
 		case err == unix.ENOENT && flag&os.O_CREATE != 0:
-			if err := f.allow(ev, &pathReq{op: policy.OpWrite, path: p, cwd: cwd}); err != nil {
-				return nil, pathErr("open", name, err), true
+			if !silent {
+				if err := f.allow(ev, &pathReq{op: policy.OpWrite, path: p, cwd: cwd}); err != nil {
+					return nil, pathErr("open", name, err), true
+				}
 			}
 			fd, err = openat2(h.fd, rp, flag|os.O_EXCL|unix.O_CLOEXEC, syscallMode(perm))
 			if err == unix.EEXIST && flag&os.O_EXCL == 0 {
