@@ -21,6 +21,7 @@ import (
 // form.
 type benchImpl struct {
 	name   string
+	setup  func() (restore func()) // optional, around the sub-benchmark
 	path   func(rel string) string
 	create func(string) (io.WriteCloser, error)
 	open   func(string) (io.ReadCloser, error)
@@ -38,12 +39,13 @@ func aferoImpl(name string, fsys afero.Fs, path func(string) string) benchImpl {
 	}
 }
 
-func benchImpls(b *testing.B, dir string) []benchImpl {
+// guardedFs enters a guard whose only write root is dir.
+func guardedFs(b *testing.B, dir string, opts ...audit.Option) *fsguard.Fs {
 	pol, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Home: dir})
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := audit.New(pol, audit.WithLogger(quiet))
+	g, err := audit.New(pol, append([]audit.Option{audit.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,17 +54,34 @@ func benchImpls(b *testing.B, dir string) []benchImpl {
 		b.Fatal(err)
 	}
 	b.Cleanup(release)
+	f := fsguard.New(ctx, afero.NewOsFs())
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+// benchImpls returns the implementations compared:
+//   - raw: afero.OsFs;
+//   - guarded: fsguard with a silent scope (no OnCall, allows not logged),
+//     the common host set-up;
+//   - guarded-oncall: an OnCall callback that returns Continue, so every
+//     call builds an event and runs the pipeline, and reads are resolved;
+//   - guarded-slow: the openat2 fast paths off: policy.Resolve and os.Root;
+//   - basepath: afero.BasePathFs; osroot: os.Root, for reference.
+func benchImpls(b *testing.B, dir string) []benchImpl {
+	onCall := audit.WithOnCall(func(context.Context, *audit.Event) audit.Verdict { return audit.Continue })
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { root.Close() })
 	abs := func(rel string) string { return dir + "/" + rel }
-	guarded := fsguard.New(ctx, afero.NewOsFs())
-	b.Cleanup(func() { guarded.Close() })
+	slow := aferoImpl("guarded-slow", guardedFs(b, dir, onCall), abs)
+	slow.setup = func() func() { return fsguard.SetFastPaths(false) }
 	return []benchImpl{
 		aferoImpl("raw", afero.NewOsFs(), abs),
-		aferoImpl("guarded", guarded, abs),
+		aferoImpl("guarded", guardedFs(b, dir), abs),
+		aferoImpl("guarded-oncall", guardedFs(b, dir, onCall), abs),
+		slow,
 		aferoImpl("basepath", afero.NewBasePathFs(afero.NewOsFs(), dir), func(rel string) string { return "/" + rel }),
 		{
 			name: "osroot", path: func(rel string) string { return rel },
@@ -111,6 +130,9 @@ func BenchmarkFS(b *testing.B) {
 				for _, im := range impls {
 					name := im.path("a/b/w-" + im.name)
 					b.Run(im.name, func(b *testing.B) {
+						if im.setup != nil {
+							defer im.setup()()
+						}
 						for b.Loop() {
 							f, err := im.create(name)
 							if err != nil {
@@ -126,6 +148,9 @@ func BenchmarkFS(b *testing.B) {
 				for _, im := range impls {
 					name := im.path("a/b/read.txt")
 					b.Run(im.name, func(b *testing.B) {
+						if im.setup != nil {
+							defer im.setup()()
+						}
 						for b.Loop() {
 							f, err := im.open(name)
 							if err != nil {
@@ -141,6 +166,9 @@ func BenchmarkFS(b *testing.B) {
 				for _, im := range impls {
 					name := im.path("a/b/read.txt")
 					b.Run(im.name, func(b *testing.B) {
+						if im.setup != nil {
+							defer im.setup()()
+						}
 						for b.Loop() {
 							if _, err := im.stat(name); err != nil {
 								b.Fatal(err)
@@ -155,6 +183,9 @@ func BenchmarkFS(b *testing.B) {
 				const batch = 1000
 				for _, im := range impls {
 					b.Run(im.name, func(b *testing.B) {
+						if im.setup != nil {
+							defer im.setup()()
+						}
 						names := make([]string, batch)
 						i := 0
 						for b.Loop() {
@@ -188,6 +219,9 @@ func BenchmarkFS(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.Run(im.name, func(b *testing.B) {
+						if im.setup != nil {
+							defer im.setup()()
+						}
 						for b.Loop() {
 							if err := im.rename(x, y); err != nil {
 								b.Fatal(err)

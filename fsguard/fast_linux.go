@@ -385,3 +385,37 @@ func syscallMode(m os.FileMode) uint32 {
 	}
 	return o
 }
+
+// fastResolve proves, with one openat2 call, that the lexically clean
+// absolute path p holds no symbolic link on the way (and none as its last
+// component when follow is set), so that p is its own resolution. A
+// missing component ends the walk as policy.Resolve does: what exists was
+// walked without links, the rest is appended as written. ok is false when
+// the kernel cannot prove it (a link on the way, a file used as a
+// directory, anything else): the caller then resolves component by
+// component.
+func fastResolve(p string, follow bool) (string, bool) {
+	if fastOff.Load() || !lexicallyClean(p) {
+		return "", false
+	}
+	target, flags := p, unix.O_PATH|unix.O_CLOEXEC
+	if !follow {
+		target, flags = parentOf(p), flags|unix.O_DIRECTORY
+	}
+	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	for {
+		fd, err := unix.Openat2(unix.AT_FDCWD, target, &how)
+		switch {
+		case err == nil:
+			unix.Close(fd)
+			return p, true
+		case err == unix.ENOENT:
+			return p, true
+		case err == unix.EINTR || err == unix.EAGAIN:
+			continue
+		case err == unix.ENOSYS:
+			fastOff.Store(true)
+		}
+		return "", false
+	}
+}

@@ -13,7 +13,9 @@ import (
 // os.Root.
 
 func openDirFd(string) int { return -1 }
-func closeDirFd(int)       {}
+
+func fastResolve(string, bool) (string, bool) { return "", false }
+func closeDirFd(int)                          {}
 
 func (f *Fs) fastOpenWrite(string, string, int, os.FileMode) (afero.File, error, bool) {
 	return nil, nil, false

@@ -146,6 +146,11 @@ type resolved struct {
 // resolve returns where name lands, relative names taken from cwd. follow
 // says whether a symbolic link as the last component is followed.
 func (f *Fs) resolve(name, cwd string, follow bool) (resolved, error) {
+	if f.isOS && name != "" {
+		if p, ok := fastResolve(absAt(name, cwd), follow); ok {
+			return resolved{path: p}, nil
+		}
+	}
 	r := resolver{f: f}
 	p, err := policy.Resolve(&r, name, cwd, follow)
 	if err != nil {
