@@ -141,6 +141,16 @@ type resolved struct {
 	path    string
 	info    fs.FileInfo // Lstat of path, when resolution saw it (nil otherwise)
 	missing bool        // resolution saw that path does not exist
+	slash   bool        // the name ended in "/": the call must find a directory
+}
+
+// target is the path the call acts on: the resolved path, with the
+// caller's trailing "/" kept so the kernel still insists on a directory.
+func (r resolved) target() string {
+	if r.slash && r.path != "/" {
+		return r.path + "/"
+	}
+	return r.path
 }
 
 // resolve returns where name lands, relative names taken from cwd. follow
@@ -156,7 +166,7 @@ func (f *Fs) resolve(name, cwd string, follow bool) (resolved, error) {
 	if err != nil {
 		return resolved{}, err
 	}
-	out := resolved{path: p}
+	out := resolved{path: p, slash: name[len(name)-1] == '/'}
 	if r.lastName == p {
 		out.info = r.lastInfo
 		out.missing = r.lastInfo == nil

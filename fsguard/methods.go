@@ -109,8 +109,18 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		return nil, err
 	}
 	var fl afero.File
+	if write && flag&syscall.O_NOFOLLOW != 0 {
+		// os.Root resolves a final link itself; keep open(2)'s answer.
+		fi := r.info
+		if fi == nil {
+			fi, _ = f.lstat(r.path)
+		}
+		if fi != nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, pathErr("open", name, syscall.ELOOP)
+		}
+	}
 	if write {
-		root, rp, ok, rerr := f.inRoot(r.path)
+		root, rp, ok, rerr := f.inRootR(r)
 		switch {
 		case rerr != nil:
 			return nil, renameErr(rerr, "open", name)
@@ -121,7 +131,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 				fl = of
 			}
 		default:
-			fl, err = f.base.OpenFile(r.path, flag, perm)
+			fl, err = f.base.OpenFile(r.target(), flag, perm)
 		}
 	} else {
 		fl, err = f.base.OpenFile(absAt(name, cwd), flag, perm)
@@ -219,13 +229,13 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	root, rp, ok, err := f.inRoot(r.path)
+	root, rp, ok, err := f.inRootR(r)
 	switch {
 	case err != nil:
 	case ok:
 		err = root.Mkdir(rp, perm)
 	default:
-		err = f.base.Mkdir(r.path, perm)
+		err = f.base.Mkdir(r.target(), perm)
 	}
 	return renameErr(err, "mkdir", name)
 }
@@ -281,13 +291,13 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	if err := f.check(ev, req); err != nil {
 		return pathErr("mkdir", name, err)
 	}
-	root, rp, ok, err := f.inRoot(r.path)
+	root, rp, ok, err := f.inRootR(r)
 	switch {
 	case err != nil:
 	case ok:
 		err = root.MkdirAll(rp, perm)
 	default:
-		err = f.base.MkdirAll(r.path, perm)
+		err = f.base.MkdirAll(r.target(), perm)
 	}
 	return renameErr(err, "mkdir", name)
 }
@@ -308,13 +318,13 @@ func (f *Fs) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	root, rp, ok, err := f.inRoot(r.path)
+	root, rp, ok, err := f.inRootR(r)
 	switch {
 	case err != nil:
 	case ok:
 		err = root.Remove(rp)
 	default:
-		err = f.base.Remove(r.path)
+		err = f.base.Remove(r.target())
 	}
 	return renameErr(err, "remove", name)
 }
@@ -345,13 +355,13 @@ func (f *Fs) RemoveAll(name string) error {
 	if err := f.check(ev, req); err != nil {
 		return pathErr("removeall", name, err)
 	}
-	root, rp, ok, err := f.inRoot(r.path)
+	root, rp, ok, err := f.inRootR(r)
 	switch {
 	case err != nil:
 	case ok:
 		err = root.RemoveAll(rp)
 	default:
-		err = f.base.RemoveAll(r.path)
+		err = f.base.RemoveAll(r.target())
 	}
 	return renameErr(err, "removeall", name)
 }
@@ -473,6 +483,13 @@ func (f *Fs) pair(op policy.Op, opName, oldname, newname string, followOld bool,
 		return ro, rn, renameLinkErr(f.denyResolve(ev, err), opName, oldname, newname)
 	}
 	ev.Resolved2 = rn.path
+	for _, r := range []resolved{ro, rn} {
+		if r.slash {
+			if fi, err := f.base.Stat(r.path); err == nil && !fi.IsDir() {
+				return ro, rn, &os.LinkError{Op: opName, Old: oldname, New: newname, Err: syscall.ENOTDIR}
+			}
+		}
+	}
 	req, err := build(ro, rn, cwd)
 	if err != nil {
 		return ro, rn, renameLinkErr(err, opName, oldname, newname)
@@ -600,13 +617,13 @@ func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBa
 	if err != nil {
 		return err
 	}
-	root, rp, ok, err := f.inRoot(r.path)
+	root, rp, ok, err := f.inRootR(r)
 	switch {
 	case err != nil:
 	case ok:
 		err = inRoot(root, rp)
 	default:
-		err = onBase(r.path)
+		err = onBase(r.target())
 	}
 	return renameErr(err, opName, name)
 }

@@ -124,6 +124,15 @@ func (f *Fs) inRoot(path string) (r *os.Root, relPath string, ok bool, err error
 	return h.root, rel(dir, path), true, nil
 }
 
+// inRootR is inRoot for a resolved name, keeping a trailing "/".
+func (f *Fs) inRootR(r resolved) (*os.Root, string, bool, error) {
+	root, rp, ok, err := f.inRoot(r.path)
+	if ok && err == nil && r.slash {
+		rp += "/"
+	}
+	return root, rp, ok, err
+}
+
 // parentIn opens the directory that holds path, through the deepest root
 // containing it, for the two-name operations whose names sit under
 // different roots. The returned file is a directory opened inside the
