@@ -34,8 +34,12 @@ func TestSameAsOsFs(t *testing.T) {
 				name string
 				call func(fsys afero.Fs, dir string) (string, error)
 			}{
-				{"create", func(fsys afero.Fs, d string) (string, error) { return "", afero.WriteFile(fsys, d+"/a.txt", []byte("hello"), 0o640) }},
-				{"truncate", func(fsys afero.Fs, d string) (string, error) { return "", afero.WriteFile(fsys, d+"/a.txt", []byte("hi"), 0o600) }},
+				{"create", func(fsys afero.Fs, d string) (string, error) {
+					return "", afero.WriteFile(fsys, d+"/a.txt", []byte("hello"), 0o640)
+				}},
+				{"truncate", func(fsys afero.Fs, d string) (string, error) {
+					return "", afero.WriteFile(fsys, d+"/a.txt", []byte("hi"), 0o600)
+				}},
 				{"append", func(fsys afero.Fs, d string) (string, error) {
 					return writeWith(fsys, d+"/a.txt", os.O_WRONLY|os.O_APPEND, "+more")
 				}},
