@@ -382,3 +382,66 @@ func TestMemMapFs(t *testing.T) {
 		t.Errorf("Link on MemMapFs: %v", err)
 	}
 }
+
+// TestPolicySwap: a policy swapped in by the host (outside the scope)
+// applies to the next call, the read fast path included.
+func TestPolicySwap(t *testing.T) {
+	base, root := layout(t)
+	secret := filepath.Join(base, "outside", "secret.txt")
+	ctx, guard, _ := enter(t, policy.Spec{WriteRoots: []string{root}})
+	g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
+	if _, err := afero.ReadFile(g, "link_last"); err != nil {
+		t.Fatal(err)
+	}
+	strict, err := policy.New(policy.Spec{WriteRoots: []string{filepath.Join(root, "sub")}, ReadDeny: []string{secret}, Home: base})
+	mustDo(t, err)
+	if err := guard.SetPolicy(ctx, strict); err == nil {
+		t.Fatal("SetPolicy from inside the scope was allowed")
+	}
+	mustDo(t, guard.SetPolicy(context.Background(), strict))
+	if _, err := afero.ReadFile(g, "link_last"); !isDenial(err) {
+		t.Fatalf("read after the swap: want a denial, got %v", err)
+	}
+	if err := afero.WriteFile(g, "in.txt", nil, 0o644); !isDenial(err) {
+		t.Fatalf("write after the swap: want a denial, got %v", err)
+	}
+	mustDo(t, afero.WriteFile(g, "sub/ok.txt", nil, 0o644))
+}
+
+// TestEventOnFastPath: the event a callback sees is the same whichever
+// path decides the call.
+func TestEventOnFastPath(t *testing.T) {
+	for _, v := range pathVariants {
+		t.Run(v.name, func(t *testing.T) {
+			defer fsguard.SetFastPaths(v.fast)()
+			root := tempDir(t)
+			var seen []audit.Event
+			ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}},
+				audit.WithOnCall(func(_ context.Context, ev *audit.Event) audit.Verdict {
+					seen = append(seen, *ev)
+					return audit.Continue
+				}))
+			g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
+			f, err := g.Create("new.txt")
+			mustDo(t, err)
+			f.Close()
+			mustDo(t, g.Mkdir("d", 0o755), g.Rename("new.txt", "d/new.txt"), g.Remove("d/new.txt"))
+			want := []audit.Event{
+				{Protocol: audit.FS, Op: policy.OpWrite, Target: "new.txt", Resolved: root + "/new.txt", Detail: "O_RDWR|O_CREATE|O_TRUNC"},
+				{Protocol: audit.FS, Op: policy.OpCreate, Target: "d", Resolved: root + "/d"},
+				{Protocol: audit.FS, Op: policy.OpMove, Target: "new.txt", Target2: "d/new.txt", Resolved: root + "/new.txt", Resolved2: root + "/d/new.txt"},
+				{Protocol: audit.FS, Op: policy.OpDelete, Target: "d/new.txt", Resolved: root + "/d/new.txt"},
+			}
+			if len(seen) != len(want) {
+				t.Fatalf("saw %d events, want %d: %+v", len(seen), len(want), seen)
+			}
+			for i, w := range want {
+				s := seen[i]
+				if s.Protocol != w.Protocol || s.Op != w.Op || s.Target != w.Target || s.Target2 != w.Target2 ||
+					s.Resolved != w.Resolved || s.Resolved2 != w.Resolved2 || s.Detail != w.Detail {
+					t.Errorf("event %d = %+v, want %+v", i, s, w)
+				}
+			}
+		})
+	}
+}

@@ -101,3 +101,56 @@ func raceSwappedDirectory(t *testing.T, opts []audit.Option) {
 		t.Fatal("the swapper never ran")
 	}
 }
+
+// TestConcurrentUse shares one handle between goroutines that write, read,
+// rename and remove, while another moves the handle's working directory
+// back and forth; run under -race it checks the handle's own state.
+func TestConcurrentUse(t *testing.T) {
+	root := tempDir(t)
+	mustDo(t, os.MkdirAll(filepath.Join(root, "x"), 0o755), os.MkdirAll(filepath.Join(root, "y"), 0o755))
+	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}})
+	g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				name := filepath.Join(root, fmt.Sprintf("w%d-%d", w, i))
+				if err := afero.WriteFile(g, name, []byte("x"), 0o644); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := g.Stat(name); err != nil {
+					t.Error(err)
+				}
+				if err := g.Rename(name, name+".r"); err != nil {
+					t.Error(err)
+				}
+				if err := g.Remove(name + ".r"); err != nil {
+					t.Error(err)
+				}
+				// Relative names land in whichever directory is current.
+				afero.WriteFile(g, fmt.Sprintf("rel-%d-%d", w, i), nil, 0o644)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 400 {
+			dir := filepath.Join(root, []string{"x", "y"}[i%2])
+			if err := g.Chdir(dir); err != nil {
+				t.Error(err)
+				return
+			}
+			if wd, _ := g.Getwd(); wd != filepath.Join(root, "x") && wd != filepath.Join(root, "y") {
+				t.Errorf("Getwd = %q", wd)
+			}
+		}
+	}()
+	wg.Wait()
+	if n := len(entries(t, filepath.Join(root, "x"))) + len(entries(t, filepath.Join(root, "y"))); n != 800 {
+		t.Fatalf("%d relative files landed in x and y, want 800", n)
+	}
+}
