@@ -9,11 +9,15 @@
 // the facade never decides by itself. docs/permission-model.md lists, for
 // every method, the operation, what is resolved and what is checked.
 //
-// When the base is the OS filesystem, mutations are carried out through
-// os.Root handles opened on the write roots, with the resolved path made
-// relative to its root, so a symbolic link swapped in between the check and
-// the system call cannot carry the write outside the root. Other bases get
-// the same decisions through path checks with resolution over that base.
+// When the base is the OS filesystem, mutations are carried out inside the
+// write roots, so a symbolic link swapped in between the check and the
+// system call cannot carry the write outside: a clean name with no link on
+// the way goes through openat2 from a descriptor on its root with
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (one system call proves where it
+// lands and pins it); anything else is resolved component by component and
+// carried out through an os.Root opened on the root, with the resolved path
+// made relative to it. Other bases get the same decisions through path
+// checks with resolution over that base.
 //
 // Denials are *fs.PathError (or *os.LinkError for two-name operations)
 // wrapping an *audit.DenyError, so os.IsPermission, errors.Is(err,

@@ -445,3 +445,40 @@ func TestEventOnFastPath(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryMethodNeedsAScope: without a scope, and after release, every
+// method refuses without acting or panicking.
+func TestEveryMethodNeedsAScope(t *testing.T) {
+	for _, released := range []bool{false, true} {
+		base, root := layout(t)
+		ctx := context.Background()
+		if released {
+			pol, err := policy.New(policy.Spec{WriteRoots: []string{root}, Home: base})
+			mustDo(t, err)
+			guard, err := audit.New(pol, audit.WithLogger(quiet))
+			mustDo(t, err)
+			var release func()
+			ctx, release, err = guard.Enter(ctx)
+			mustDo(t, err)
+			release()
+		}
+		g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
+		before := snapshot(t, base)
+		for op, call := range escapeOps {
+			for _, p := range []string{filepath.Join(root, "in.txt"), filepath.Join(root, "dir"), filepath.Join(root, "new")} {
+				err := call(g, root, p)
+				if !isDenial(err) || !(errors.Is(err, audit.ErrNoScope) || errors.Is(err, audit.ErrScopeClosed)) {
+					// Two-name calls may fail on the first name's scope check
+					// with the same error; anything else is wrong.
+					t.Errorf("released=%v %s %s: want a scope denial, got %v", released, op, p, err)
+				}
+			}
+		}
+		if err := g.Link(filepath.Join(root, "in.txt"), filepath.Join(root, "l")); !isDenial(err) {
+			t.Errorf("Link: %v", err)
+		}
+		if d := diffSnapshots(before, snapshot(t, base)); len(d) > 0 {
+			t.Fatalf("calls without a scope changed the disk: %v", d)
+		}
+	}
+}

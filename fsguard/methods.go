@@ -347,10 +347,15 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	ev.Resolved = r.path
 	req := multiReq{{op: policy.OpDelete, path: r.path, cwd: cwd}}
-	if err := f.walkTree(r.path, func(p string) {
-		req = append(req, pathReq{op: policy.OpDelete, path: p, cwd: cwd})
-	}); err != nil {
-		return renameErr(err, "removeall", name)
+	// The tree is only walked when the entry itself may go: a denied entry
+	// (outside the roots, a root itself) is decided alone, and a host that
+	// rescues it approves the whole tree.
+	if f.pureAllows(req) {
+		if err := f.walkTree(r.path, func(p string) {
+			req = append(req, pathReq{op: policy.OpDelete, path: p, cwd: cwd})
+		}); err != nil {
+			return renameErr(err, "removeall", name)
+		}
 	}
 	if err := f.check(ev, req); err != nil {
 		return pathErr("removeall", name, err)
@@ -417,6 +422,9 @@ func (f *Fs) Rename(oldname, newname string) error {
 	}
 	ro, rn, err := f.pair(policy.OpMove, "rename", oldname, newname, false, func(ro, rn resolved, cwd string) (audit.Request, error) {
 		req := multiReq{{op: policy.OpMove, path: ro.path, cwd: cwd}, {op: policy.OpMove, path: rn.path, cwd: cwd}}
+		if !f.pureAllows(req) {
+			return req, nil // decided on the two names alone, as RemoveAll
+		}
 		err := f.walkTree(ro.path, func(p string) {
 			req = append(req,
 				pathReq{op: policy.OpMove, path: p, cwd: cwd},

@@ -53,6 +53,9 @@ func (f *Fs) initPure() {
 // pureAllows reports whether the guard's policy and every restriction
 // allow req, asking no callback.
 func (f *Fs) pureAllows(req audit.Request) bool {
+	if f.scope == nil {
+		return false
+	}
 	if !req.Decide(f.scope.Guard().Policy()).Allowed {
 		return false
 	}

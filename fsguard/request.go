@@ -103,6 +103,9 @@ func resolveDetail(err error) string {
 // other failure runs the pipeline with an invalid-tier denial, so it is
 // recorded and reaches the callbacks like every denial.
 func (f *Fs) denyResolve(ev *audit.Event, err error) error {
+	if serr := f.scope.Err(); serr != nil {
+		return serr // no scope, or a released one, comes first
+	}
 	switch {
 	case errors.Is(err, policy.ErrNotDir):
 		return syscall.ENOTDIR
