@@ -53,7 +53,9 @@ func closeDirFd(fd int) {
 }
 
 // fastName returns the root handle, root directory and absolute path for
-// name when the fast path may try it.
+// name when the fast path may try it. The handle comes read-held
+// (rootHandle.acquire); the caller releases it when done with its
+// descriptor.
 func (f *Fs) fastName(name, cwd string) (*rootHandle, string, string, bool) {
 	if !f.isOS || fastOff.Load() || f.scope == nil {
 		return nil, "", "", false
@@ -67,7 +69,7 @@ func (f *Fs) fastName(name, cwd string) (*rootHandle, string, string, bool) {
 		return nil, "", "", false
 	}
 	h, err := f.roots.get(dir)
-	if err != nil || h.fd < 0 {
+	if err != nil || !h.acquire() {
 		return nil, "", "", false
 	}
 	return h, dir, p, true
@@ -192,6 +194,7 @@ func (f *Fs) fastOpenWrite(name, cwd string, flag int, perm os.FileMode) (afero.
 	if !ok {
 		return nil, nil, false
 	}
+	defer h.release()
 	if !f.pureAllows(&pathReq{op: policy.OpWrite, path: p, cwd: cwd}) {
 		return nil, nil, false
 	}
@@ -271,6 +274,7 @@ func (f *Fs) fastRemove(name, cwd string) (error, bool) {
 	if !ok {
 		return nil, false
 	}
+	defer h.release()
 	pd, ok := openParent(h, dir, p)
 	if !ok {
 		return nil, false
@@ -302,6 +306,7 @@ func (f *Fs) fastMkdir(name, cwd string, perm os.FileMode) (error, bool) {
 	if !ok {
 		return nil, false
 	}
+	defer h.release()
 	pd, ok := openParent(h, dir, p)
 	if !ok {
 		return nil, false
@@ -327,8 +332,21 @@ func (f *Fs) fastRename(oldname, newname, cwd string) (error, bool) {
 	if !ok {
 		return nil, false
 	}
-	hn, dn, pn, ok := f.fastName(newname, cwd)
-	if !ok {
+	defer ho.release()
+	// The new name's handle is acquired only when it is another one: read
+	// locks must not nest (a waiting Close would deadlock them).
+	pn := absAt(newname, cwd)
+	hn, dn := ho, do
+	if !lexicallyClean(pn) {
+		return nil, false
+	}
+	if d := f.rootFor(pn); d != do {
+		var ok bool
+		if hn, dn, pn, ok = f.fastName(newname, cwd); !ok {
+			return nil, false
+		}
+		defer hn.release()
+	} else if pn == do {
 		return nil, false
 	}
 	pdo, ok := openParent(ho, do, po)

@@ -22,7 +22,24 @@ type rootCache struct {
 type rootHandle struct {
 	root *os.Root
 	fd   int // O_PATH directory descriptor; -1 when it could not be opened
+	// use is read-held while a call works from fd, and write-held by
+	// Close: a descriptor number closed (and reused by another open) under
+	// a call could otherwise point it at an unrelated directory.
+	use    sync.RWMutex
+	closed bool
 }
+
+// acquire read-holds h for a call on its descriptor; false when closed.
+func (h *rootHandle) acquire() bool {
+	h.use.RLock()
+	if h.closed || h.fd < 0 {
+		h.use.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (h *rootHandle) release() { h.use.RUnlock() }
 
 // rootsSnap caches a policy's write roots so a call does not copy them.
 type rootsSnap struct {
@@ -53,8 +70,11 @@ func (c *rootCache) closeAll() error {
 	defer c.mu.Unlock()
 	var errs []error
 	for k, h := range c.roots {
+		h.use.Lock()
+		h.closed = true
 		errs = append(errs, h.root.Close())
 		closeDirFd(h.fd)
+		h.use.Unlock()
 		delete(c.roots, k)
 	}
 	return errors.Join(errs...)

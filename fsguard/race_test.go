@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,4 +154,49 @@ func TestConcurrentUse(t *testing.T) {
 	if n := len(entries(t, filepath.Join(root, "x"))) + len(entries(t, filepath.Join(root, "y"))); n != 800 {
 		t.Fatalf("%d relative files landed in x and y, want 800", n)
 	}
+}
+
+// TestCloseWhileInUse closes the handle's root descriptors while calls are
+// in flight: calls may fail, but nothing may land anywhere but the root,
+// and the handle keeps working afterwards.
+func TestCloseWhileInUse(t *testing.T) {
+	base := tempDir(t)
+	root := filepath.Join(base, "root")
+	mustDo(t, os.MkdirAll(filepath.Join(root, "d"), 0o755))
+	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}})
+	g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 2000 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			g.Close()
+			// Unrelated descriptors, so a reused number would show.
+			if f, err := os.CreateTemp(base, "other-"); err == nil {
+				f.Close()
+				os.Remove(f.Name())
+			}
+		}
+	}()
+	for i := range 1000 {
+		name := fmt.Sprintf("d/f-%d", i)
+		afero.WriteFile(g, name, []byte("x"), 0o644)
+		g.Rename(name, name+".r")
+		g.Remove(name + ".r")
+		g.Mkdir(fmt.Sprintf("d/m-%d", i), 0o755)
+	}
+	close(stop)
+	wg.Wait()
+	for _, e := range entries(t, base) {
+		if e != "root" && !strings.HasPrefix(e, "root/") {
+			t.Errorf("entry outside the root: %s", e)
+		}
+	}
+	mustDo(t, afero.WriteFile(g, "after.txt", nil, 0o644), g.Close())
 }
