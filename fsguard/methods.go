@@ -80,7 +80,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		}
 		fl, err := f.base.OpenFile(f.abs(name), flag, perm)
 		if err != nil {
-			return nil, renameErr(err, "open", name)
+			return nil, f.renameErr(err, "open", name)
 		}
 		return named(fl, name), nil
 	}
@@ -88,7 +88,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 	if !write && f.quietRead() {
 		fl, err := f.base.OpenFile(f.abs(name), flag, perm)
 		if err != nil {
-			return nil, renameErr(err, "open", name)
+			return nil, f.renameErr(err, "open", name)
 		}
 		return named(fl, name), nil
 	}
@@ -123,7 +123,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		root, rp, ok, rerr := f.inRootR(r)
 		switch {
 		case rerr != nil:
-			return nil, renameErr(rerr, "open", name)
+			return nil, f.renameErr(rerr, "open", name)
 		case ok:
 			var of *os.File
 			of, err = root.OpenFile(rp, flag, perm)
@@ -137,7 +137,7 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		fl, err = f.base.OpenFile(absAt(name, cwd), flag, perm)
 	}
 	if err != nil {
-		return nil, renameErr(err, "open", name)
+		return nil, f.renameErr(err, "open", name)
 	}
 	return named(fl, name), nil
 }
@@ -152,14 +152,14 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	}
 	if f.quietRead() {
 		fi, err := f.base.Stat(f.abs(name))
-		return fi, renameErr(err, "stat", name)
+		return fi, f.renameErr(err, "stat", name)
 	}
 	_, cwd, err := f.single(policy.OpRead, "stat", name, true, false, 0)
 	if err != nil {
 		return nil, err
 	}
 	fi, err := f.base.Stat(absAt(name, cwd))
-	return fi, renameErr(err, "stat", name)
+	return fi, f.renameErr(err, "stat", name)
 }
 
 // LstatIfPossible returns the information of name itself, not following a
@@ -184,13 +184,13 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	switch {
 	case f.isOS:
 		fi, err := os.Lstat(a)
-		return fi, true, renameErr(err, "lstat", name)
+		return fi, true, f.renameErr(err, "lstat", name)
 	case f.lst != nil:
 		fi, ok, err := f.lst.LstatIfPossible(a)
-		return fi, ok, renameErr(err, "lstat", name)
+		return fi, ok, f.renameErr(err, "lstat", name)
 	}
 	fi, err := f.base.Stat(a)
-	return fi, false, renameErr(err, "lstat", name)
+	return fi, false, f.renameErr(err, "lstat", name)
 }
 
 // ReadlinkIfPossible returns the target of the symbolic link name.
@@ -211,7 +211,7 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 		a = absAt(name, cwd)
 	}
 	s, err := f.readlink(a)
-	return s, renameErr(err, "readlink", name)
+	return s, f.renameErr(err, "readlink", name)
 }
 
 // Mkdir creates the directory name: a create of the new entry.
@@ -220,7 +220,7 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 		if err := f.offErr("mkdir", name); err != nil {
 			return err
 		}
-		return renameErr(f.base.Mkdir(f.abs(name), perm), "mkdir", name)
+		return f.renameErr(f.base.Mkdir(f.abs(name), perm), "mkdir", name)
 	}
 	if err, ok := f.fastMkdir(name, f.getwd(), perm); ok {
 		return err
@@ -237,7 +237,7 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	default:
 		err = f.base.Mkdir(r.target(), perm)
 	}
-	return renameErr(err, "mkdir", name)
+	return f.renameErr(err, "mkdir", name)
 }
 
 // MkdirAll creates name and every missing parent. Each directory it would
@@ -248,7 +248,7 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 		if err := f.offErr("mkdir", name); err != nil {
 			return err
 		}
-		return renameErr(f.base.MkdirAll(f.abs(name), perm), "mkdir", name)
+		return f.renameErr(f.base.MkdirAll(f.abs(name), perm), "mkdir", name)
 	}
 	cwd := f.getwd()
 	ev := &audit.Event{Op: policy.OpCreate, Target: name}
@@ -276,7 +276,7 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 		}
 		fi, err := f.base.Stat(r.path)
 		if err != nil {
-			return renameErr(err, "mkdir", name)
+			return f.renameErr(err, "mkdir", name)
 		}
 		if !fi.IsDir() {
 			return pathErr("mkdir", name, syscall.ENOTDIR)
@@ -299,7 +299,7 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	default:
 		err = f.base.MkdirAll(r.target(), perm)
 	}
-	return renameErr(err, "mkdir", name)
+	return f.renameErr(err, "mkdir", name)
 }
 
 // Remove removes the entry name itself (a final symbolic link is removed,
@@ -309,7 +309,7 @@ func (f *Fs) Remove(name string) error {
 		if err := f.offErr("remove", name); err != nil {
 			return err
 		}
-		return renameErr(f.base.Remove(f.abs(name)), "remove", name)
+		return f.renameErr(f.base.Remove(f.abs(name)), "remove", name)
 	}
 	if err, ok := f.fastRemove(name, f.getwd()); ok {
 		return err
@@ -326,7 +326,7 @@ func (f *Fs) Remove(name string) error {
 	default:
 		err = f.base.Remove(r.target())
 	}
-	return renameErr(err, "remove", name)
+	return f.renameErr(err, "remove", name)
 }
 
 // RemoveAll removes name and everything under it. Every entry it would
@@ -337,7 +337,7 @@ func (f *Fs) RemoveAll(name string) error {
 		if err := f.offErr("removeall", name); err != nil {
 			return err
 		}
-		return renameErr(f.base.RemoveAll(f.abs(name)), "removeall", name)
+		return f.renameErr(f.base.RemoveAll(f.abs(name)), "removeall", name)
 	}
 	cwd := f.getwd()
 	ev := &audit.Event{Op: policy.OpDelete, Target: name}
@@ -354,7 +354,7 @@ func (f *Fs) RemoveAll(name string) error {
 		if err := f.walkTree(r.path, func(p string) {
 			req = append(req, pathReq{op: policy.OpDelete, path: p, cwd: cwd})
 		}); err != nil {
-			return renameErr(err, "removeall", name)
+			return f.renameErr(err, "removeall", name)
 		}
 	}
 	if err := f.check(ev, req); err != nil {
@@ -368,7 +368,7 @@ func (f *Fs) RemoveAll(name string) error {
 	default:
 		err = f.base.RemoveAll(r.target())
 	}
-	return renameErr(err, "removeall", name)
+	return f.renameErr(err, "removeall", name)
 }
 
 // walkTree calls fn for every entry below dir, without following symbolic
@@ -413,9 +413,9 @@ func (f *Fs) walkTree(dir string, fn func(path string)) error {
 func (f *Fs) Rename(oldname, newname string) error {
 	if f.off() {
 		if err := f.offErr("rename", oldname); err != nil {
-			return renameLinkErr(err, "rename", oldname, newname)
+			return f.renameLinkErr(err, "rename", oldname, newname)
 		}
-		return renameLinkErr(f.base.Rename(f.abs(oldname), f.abs(newname)), "rename", oldname, newname)
+		return f.renameLinkErr(f.base.Rename(f.abs(oldname), f.abs(newname)), "rename", oldname, newname)
 	}
 	if err, ok := f.fastRename(oldname, newname, f.getwd()); ok {
 		return err
@@ -439,7 +439,7 @@ func (f *Fs) Rename(oldname, newname string) error {
 		func(r *os.Root, a, b string) error { return r.Rename(a, b) },
 		func(da int, a string, db int, b string) error { return renameat(da, a, db, b) },
 		func(a, b string) error { return f.base.Rename(a, b) })
-	return renameLinkErr(err, "rename", oldname, newname)
+	return f.renameLinkErr(err, "rename", oldname, newname)
 }
 
 // Link makes newname a hard link to oldname: a link of both entries. The
@@ -452,9 +452,9 @@ func (f *Fs) Link(oldname, newname string) error {
 	}
 	if f.off() {
 		if err := f.offErr("link", oldname); err != nil {
-			return renameLinkErr(err, "link", oldname, newname)
+			return f.renameLinkErr(err, "link", oldname, newname)
 		}
-		return renameLinkErr(os.Link(f.abs(oldname), f.abs(newname)), "link", oldname, newname)
+		return f.renameLinkErr(os.Link(f.abs(oldname), f.abs(newname)), "link", oldname, newname)
 	}
 	ro, rn, err := f.pair(policy.OpLink, "link", oldname, newname, false, func(ro, rn resolved, cwd string) (audit.Request, error) {
 		return &pairReq{
@@ -469,7 +469,7 @@ func (f *Fs) Link(oldname, newname string) error {
 		func(r *os.Root, a, b string) error { return r.Link(a, b) },
 		func(da int, a string, db int, b string) error { return linkat(da, a, db, b) },
 		os.Link)
-	return renameLinkErr(err, "link", oldname, newname)
+	return f.renameLinkErr(err, "link", oldname, newname)
 }
 
 // ErrNoHardLink is returned by Link on a base that has no hard links.
@@ -483,12 +483,12 @@ func (f *Fs) pair(op policy.Op, opName, oldname, newname string, followOld bool,
 	ev := &audit.Event{Op: op, Target: oldname, Target2: newname}
 	ro, err := f.resolve(oldname, cwd, followOld)
 	if err != nil {
-		return ro, ro, renameLinkErr(f.denyResolve(ev, err), opName, oldname, newname)
+		return ro, ro, f.renameLinkErr(f.denyResolve(ev, err), opName, oldname, newname)
 	}
 	ev.Resolved = ro.path
 	rn, err := f.resolve(newname, cwd, false)
 	if err != nil {
-		return ro, rn, renameLinkErr(f.denyResolve(ev, err), opName, oldname, newname)
+		return ro, rn, f.renameLinkErr(f.denyResolve(ev, err), opName, oldname, newname)
 	}
 	ev.Resolved2 = rn.path
 	for _, r := range []resolved{ro, rn} {
@@ -500,7 +500,7 @@ func (f *Fs) pair(op policy.Op, opName, oldname, newname string, followOld bool,
 	}
 	req, err := build(ro, rn, cwd)
 	if err != nil {
-		return ro, rn, renameLinkErr(err, opName, oldname, newname)
+		return ro, rn, f.renameLinkErr(err, opName, oldname, newname)
 	}
 	if err := f.check(ev, req); err != nil {
 		return ro, rn, &os.LinkError{Op: opName, Old: oldname, New: newname, Err: err}
@@ -553,15 +553,15 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	}
 	if f.off() {
 		if err := f.offErr("symlink", newname); err != nil {
-			return renameLinkErr(err, "symlink", oldname, newname)
+			return f.renameLinkErr(err, "symlink", oldname, newname)
 		}
-		return renameLinkErr(f.ln.SymlinkIfPossible(oldname, f.abs(newname)), "symlink", oldname, newname)
+		return f.renameLinkErr(f.ln.SymlinkIfPossible(oldname, f.abs(newname)), "symlink", oldname, newname)
 	}
 	cwd := f.getwd()
 	ev := &audit.Event{Op: policy.OpLink, Target: oldname, Target2: newname}
 	rn, err := f.resolve(newname, cwd, false)
 	if err != nil {
-		return renameLinkErr(f.denyResolve(ev, err), "symlink", oldname, newname)
+		return f.renameLinkErr(f.denyResolve(ev, err), "symlink", oldname, newname)
 	}
 	ev.Resolved2 = rn.path
 	newReq := pathReq{op: policy.OpLink, path: rn.path, cwd: cwd}
@@ -572,7 +572,7 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 		}
 		rt, err := f.resolve(oldname, parentOf(rn.path), true)
 		if err != nil {
-			return renameLinkErr(f.denyResolve(ev, err), "symlink", oldname, newname)
+			return f.renameLinkErr(f.denyResolve(ev, err), "symlink", oldname, newname)
 		}
 		ev.Resolved = rt.path
 		req = &pairReq{a: newReq, b: pathReq{op: policy.OpLink, path: rt.path, cwd: cwd, detail: detailSymlinkTarget}}
@@ -590,7 +590,7 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	default:
 		err = os.Symlink(oldname, rn.path)
 	}
-	return renameLinkErr(err, "symlink", oldname, newname)
+	return f.renameLinkErr(err, "symlink", oldname, newname)
 }
 
 // Chmod changes the mode of where name resolves: an attr change.
@@ -619,7 +619,7 @@ func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBa
 		if err := f.offErr(opName, name); err != nil {
 			return err
 		}
-		return renameErr(onBase(f.abs(name)), opName, name)
+		return f.renameErr(onBase(f.abs(name)), opName, name)
 	}
 	r, _, err := f.single(policy.OpAttr, opName, name, true, true, 0)
 	if err != nil {
@@ -633,7 +633,7 @@ func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBa
 	default:
 		err = onBase(r.target())
 	}
-	return renameErr(err, opName, name)
+	return f.renameErr(err, opName, name)
 }
 
 // Chdir changes the handle's working directory (not the process's): a
@@ -648,7 +648,7 @@ func (f *Fs) Chdir(dir string) error {
 	fi := r.info
 	if fi == nil || fi.Mode()&fs.ModeSymlink != 0 {
 		if fi, err = f.base.Stat(r.path); err != nil {
-			return renameErr(err, "chdir", dir)
+			return f.renameErr(err, "chdir", dir)
 		}
 	}
 	if !fi.IsDir() {

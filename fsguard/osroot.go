@@ -169,20 +169,27 @@ func (f *Fs) parentIn(path string) (*os.File, string, bool, error) {
 	return d, baseName(path), true, nil
 }
 
-// renameName rewrites the paths of an error from a root or fallback call to
-// the names the caller used.
-func renameErr(err error, op, name string) error {
+// renameErr rewrites the path of an error from a root, fast-path or base
+// call to the name the caller used. On the OS base the operation is named
+// as afero.OsFs names it (os.Root says "openat" where os.OpenFile says
+// "open"); another base's own operation names are kept.
+func (f *Fs) renameErr(err error, op, name string) error {
 	if err == nil {
 		return nil
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
+		if !f.isOS {
+			op = pe.Op
+		}
 		return &fs.PathError{Op: op, Path: name, Err: pe.Err}
 	}
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
-func renameLinkErr(err error, op, oldname, newname string) error {
+// renameLinkErr is renameErr for two-name calls: an *os.LinkError, as the
+// os package returns, unless a non-OS base answered with an *fs.PathError.
+func (f *Fs) renameLinkErr(err error, op, oldname, newname string) error {
 	if err == nil {
 		return nil
 	}
@@ -192,6 +199,9 @@ func renameLinkErr(err error, op, oldname, newname string) error {
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
+		if !f.isOS {
+			return &fs.PathError{Op: pe.Op, Path: oldname, Err: pe.Err}
+		}
 		return &os.LinkError{Op: op, Old: oldname, New: newname, Err: pe.Err}
 	}
 	return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err}

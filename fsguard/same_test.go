@@ -211,3 +211,55 @@ func relSnapshot(t *testing.T, dir string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestSameAsMemMapFs: on another base the guard is that base, inside its
+// roots: the same script on two MemMapFs instances, one guarded, gives the
+// same results, errors included, and the same files.
+func TestSameAsMemMapFs(t *testing.T) {
+	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{"/w"}})
+	raw, mem := afero.NewMemMapFs(), afero.NewMemMapFs()
+	for _, fsys := range []afero.Fs{raw, mem} {
+		mustDo(t, fsys.MkdirAll("/w", 0o755))
+	}
+	g := fsguard.New(ctx, mem)
+	script := []func(fsys afero.Fs) (string, error){
+		func(fsys afero.Fs) (string, error) { return "", afero.WriteFile(fsys, "/w/a.txt", []byte("hello"), 0o640) },
+		func(fsys afero.Fs) (string, error) { return "", afero.WriteFile(fsys, "/w/a.txt", []byte("hi"), 0o600) },
+		func(fsys afero.Fs) (string, error) { return writeWith(fsys, "/w/a.txt", os.O_WRONLY|os.O_APPEND, "+") },
+		func(fsys afero.Fs) (string, error) { return writeWith(fsys, "/w/a.txt", os.O_WRONLY|os.O_CREATE|os.O_EXCL, "x") },
+		func(fsys afero.Fs) (string, error) { return writeWith(fsys, "/w/none.txt", os.O_WRONLY, "x") },
+		func(fsys afero.Fs) (string, error) { return "", fsys.Mkdir("/w/dir", 0o750) },
+		func(fsys afero.Fs) (string, error) { return "", fsys.Mkdir("/w/dir", 0o750) },
+		func(fsys afero.Fs) (string, error) { return "", fsys.MkdirAll("/w/dir/x/y", 0o755) },
+		func(fsys afero.Fs) (string, error) { return "", afero.WriteFile(fsys, "/w/dir/x/f", []byte("f"), 0o644) },
+		func(fsys afero.Fs) (string, error) { return "", fsys.Rename("/w/dir/x", "/w/moved") },
+		func(fsys afero.Fs) (string, error) { return "", fsys.Rename("/w/gone", "/w/x") },
+		func(fsys afero.Fs) (string, error) { return "", fsys.Remove("/w/nothing") },
+		func(fsys afero.Fs) (string, error) { return "", fsys.Chmod("/w/a.txt", 0o604) },
+		func(fsys afero.Fs) (string, error) { return "", fsys.Chtimes("/w/a.txt", t0, t0) },
+		func(fsys afero.Fs) (string, error) { _, err := fsys.Stat("/w/nothing"); return "", err },
+		func(fsys afero.Fs) (string, error) {
+			fi, err := fsys.Stat("/w/dir/../a.txt")
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprint(fi.Name(), fi.Size(), fi.Mode()), nil
+		},
+		func(fsys afero.Fs) (string, error) { return "", fsys.RemoveAll("/w/moved") },
+		func(fsys afero.Fs) (string, error) {
+			var out []string
+			err := afero.Walk(fsys, "/w", func(p string, fi fs.FileInfo, err error) error {
+				out = append(out, fmt.Sprint(p, " ", fi.Mode(), " ", fi.Size()))
+				return err
+			})
+			return strings.Join(out, ";"), err
+		},
+	}
+	for i, step := range script {
+		rOut, rErr := step(raw)
+		gOut, gErr := step(g)
+		if rOut != gOut || fmt.Sprint(rErr) != fmt.Sprint(gErr) {
+			t.Errorf("step %d: raw gave (%q, %v), guarded gave (%q, %v)", i, rOut, rErr, gOut, gErr)
+		}
+	}
+}
