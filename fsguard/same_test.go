@@ -223,15 +223,21 @@ func TestSameAsMemMapFs(t *testing.T) {
 	}
 	g := fsguard.New(ctx, mem)
 	script := []func(fsys afero.Fs) (string, error){
-		func(fsys afero.Fs) (string, error) { return "", afero.WriteFile(fsys, "/w/a.txt", []byte("hello"), 0o640) },
+		func(fsys afero.Fs) (string, error) {
+			return "", afero.WriteFile(fsys, "/w/a.txt", []byte("hello"), 0o640)
+		},
 		func(fsys afero.Fs) (string, error) { return "", afero.WriteFile(fsys, "/w/a.txt", []byte("hi"), 0o600) },
 		func(fsys afero.Fs) (string, error) { return writeWith(fsys, "/w/a.txt", os.O_WRONLY|os.O_APPEND, "+") },
-		func(fsys afero.Fs) (string, error) { return writeWith(fsys, "/w/a.txt", os.O_WRONLY|os.O_CREATE|os.O_EXCL, "x") },
+		func(fsys afero.Fs) (string, error) {
+			return writeWith(fsys, "/w/a.txt", os.O_WRONLY|os.O_CREATE|os.O_EXCL, "x")
+		},
 		func(fsys afero.Fs) (string, error) { return writeWith(fsys, "/w/none.txt", os.O_WRONLY, "x") },
 		func(fsys afero.Fs) (string, error) { return "", fsys.Mkdir("/w/dir", 0o750) },
 		func(fsys afero.Fs) (string, error) { return "", fsys.Mkdir("/w/dir", 0o750) },
 		func(fsys afero.Fs) (string, error) { return "", fsys.MkdirAll("/w/dir/x/y", 0o755) },
-		func(fsys afero.Fs) (string, error) { return "", afero.WriteFile(fsys, "/w/dir/x/f", []byte("f"), 0o644) },
+		func(fsys afero.Fs) (string, error) {
+			return "", afero.WriteFile(fsys, "/w/dir/x/f", []byte("f"), 0o644)
+		},
 		func(fsys afero.Fs) (string, error) { return "", fsys.Rename("/w/dir/x", "/w/moved") },
 		func(fsys afero.Fs) (string, error) { return "", fsys.Rename("/w/gone", "/w/x") },
 		func(fsys afero.Fs) (string, error) { return "", fsys.Remove("/w/nothing") },
