@@ -212,7 +212,9 @@ func TestPassOverMovesTheCaller(t *testing.T) {
 		}
 		return de.Caller.Function
 	}
-	helper := func() string { return check([]string{"github.com/auditguard/auditguard/audit.TestPassOverMovesTheCaller.func1"}) }
+	helper := func() string {
+		return check([]string{"github.com/auditguard/auditguard/audit.TestPassOverMovesTheCaller.func1"})
+	}
 	if got := check(nil); !strings.HasSuffix(got, "TestPassOverMovesTheCaller.func1") {
 		t.Fatalf("caller without PassOver = %s", got)
 	}
