@@ -20,6 +20,11 @@ type Event struct {
 	Argv      []string // exec: the arguments, program first
 	Program   string   // exec: the resolved program
 	Detail    string   // facade-specific detail ("O_WRONLY|O_CREATE", "tcp")
+	// PassOver lists function-name prefixes whose frames are passed over
+	// like auditguard's own when finding the caller: the helpers of the
+	// interface a facade implements ("github.com/spf13/afero." for
+	// afero.WriteFile), so the caller is the code that called them.
+	PassOver []string
 
 	// Set by the pipeline.
 	Decision policy.Decision // the policy's answer, once asked
@@ -55,7 +60,7 @@ func (e *Event) ScopeEntered() string {
 func (e *Event) Frames() []runtime.Frame {
 	if !e.captured {
 		e.captured = true
-		e.frames = callerStack()
+		e.frames = callerStack(e.PassOver...)
 	}
 	return e.frames
 }

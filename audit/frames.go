@@ -18,15 +18,15 @@ var libraryPackages = []string{
 }
 
 func isLibraryFrame(f runtime.Frame, skip []string) bool {
-	if strings.HasSuffix(f.File, "_test.go") {
-		return false
-	}
-	for _, p := range libraryPackages {
+	for _, p := range skip {
 		if strings.HasPrefix(f.Function, p) {
 			return true
 		}
 	}
-	for _, p := range skip {
+	if strings.HasSuffix(f.File, "_test.go") {
+		return false
+	}
+	for _, p := range libraryPackages {
 		if strings.HasPrefix(f.Function, p) {
 			return true
 		}

@@ -197,3 +197,28 @@ func TestDenyErrorTeaches(t *testing.T) {
 		t.Errorf("message names a library frame as the caller:\n%s", msg)
 	}
 }
+
+// A facade's PassOver prefixes move the caller past the helpers of the
+// interface it implements.
+func TestPassOverMovesTheCaller(t *testing.T) {
+	g := newGuard(t, newPolicy(t, policy.Spec{}))
+	ctx := enter(t, g)
+	check := func(passOver []string) string {
+		ev := &Event{Protocol: FS, Op: policy.OpWrite, Target: "/x", Resolved: "/x", PassOver: passOver}
+		err := Check(ctx, ev, &policy.PathRequest{Op: policy.OpWrite, Path: "/x"})
+		var de *DenyError
+		if !errors.As(err, &de) {
+			t.Fatalf("err = %v", err)
+		}
+		return de.Caller.Function
+	}
+	helper := func() string {
+		return check([]string{"github.com/auditguard/auditguard/audit.TestPassOverMovesTheCaller.func1"})
+	}
+	if got := check(nil); !strings.HasSuffix(got, "TestPassOverMovesTheCaller.func1") {
+		t.Fatalf("caller without PassOver = %s", got)
+	}
+	if got := helper(); !strings.HasSuffix(got, "TestPassOverMovesTheCaller.func2") {
+		t.Fatalf("caller with the helper passed over = %s, want the code that called the helper", got)
+	}
+}

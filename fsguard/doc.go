@@ -1,4 +1,25 @@
-// Package fsguard will provide the guarded afero.Fs: a filesystem handle
-// whose every call is checked by the audit guard carried in a context, with
-// writes confined to the policy's write roots.
+// Package fsguard provides the guarded afero.Fs: a filesystem handle whose
+// every call is checked by the audit guard carried in a context, with writes
+// confined to the policy's write roots.
+//
+// A host replaces afero.NewOsFs() with fsguard.New(ctx, afero.NewOsFs()) and
+// changes nothing else. Each call resolves its name where it really lands
+// (component by component, symbolic links included, on the filesystem the
+// call targets), builds an audit.Event and a request, and asks audit.Check;
+// the facade never decides by itself. docs/permission-model.md lists, for
+// every method, the operation, what is resolved and what is checked.
+//
+// When the base is the OS filesystem, mutations are carried out inside the
+// write roots, so a symbolic link swapped in between the check and the
+// system call cannot carry the write outside: a clean name with no link on
+// the way goes through openat2 from a descriptor on its root with
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (one system call proves where it
+// lands and pins it); anything else is resolved component by component and
+// carried out through an os.Root opened on the root, with the resolved path
+// made relative to it. Other bases get the same decisions through path
+// checks with resolution over that base.
+//
+// Denials are *fs.PathError (or *os.LinkError for two-name operations)
+// wrapping an *audit.DenyError, so os.IsPermission, errors.Is(err,
+// fs.ErrPermission) and errors.As work. A denied call changes nothing.
 package fsguard

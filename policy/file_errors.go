@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 )
@@ -78,6 +77,3 @@ func (e *LoadError) Unwrap() []error {
 	}
 	return out
 }
-
-// ErrUnsupported marks keys the file format reserves but cannot load yet.
-var ErrUnsupported = errors.New("not supported yet")

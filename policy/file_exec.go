@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -147,7 +148,7 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 			}
 			for _, lf := range lt.fields {
 				lpath := path + "." + lf.key
-				i := slicesIndexFunc(execLimitFields, func(l execLimit) bool { return l.key == lf.key })
+				i := slices.IndexFunc(execLimitFields, func(l execLimit) bool { return l.key == lf.key })
 				if i < 0 {
 					d.unknownIn(lpath, lf, execLimitsKeys, "")
 					continue
@@ -164,7 +165,7 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 				x.has["limits."+lf.key] = lf.pos
 			}
 		default:
-			i := slicesIndexFunc(execSwitches, func(w execSwitch) bool { return w.key == f.key })
+			i := slices.IndexFunc(execSwitches, func(w execSwitch) bool { return w.key == f.key })
 			if i < 0 {
 				hint := ""
 				if k := normalizeKey(f.key); k == "rule" || k == "rules" || k == "program" || k == "programs" {
@@ -189,15 +190,6 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 		d.fail(at, "exec.no_landlock", "contradicts require_landlock, deny_network or landlock_exec_only_allowed")
 	}
 	return x
-}
-
-func slicesIndexFunc[T any](s []T, f func(T) bool) int {
-	for i, v := range s {
-		if f(v) {
-			return i
-		}
-	}
-	return -1
 }
 
 // execRules reads [[exec.allow]] or [[exec.deny]] (or an array of inline
@@ -250,7 +242,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 			}
 			continue
 		}
-		fr := fileRule{file: d.name, at: t.pos, key: rpath}
+		fr := fileRule{file: d.name, at: t.pos, key: rpath, value: r.Program}
 		r.Source = fr.source()
 		x.spec.Rules = append(x.spec.Rules, r)
 		x.rules = append(x.rules, fr)
@@ -394,16 +386,20 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 	// path: a subset of the operator's search path.
 	effPath := ox.path
 	if wsSets("path") {
-		for i, p := range ws.spec.Path {
-			if !containsString(ox.path, p) {
-				d.fail(ws.path[i], "exec.path", strconv.Quote(p)+" is not in the operator layer's exec path ("+
-					strings.Join(ox.path, ", ")+"); a workspace layer can only narrow it")
-			}
-		}
 		eff.Path = ws.spec.Path
 		effPath = ws.spec.Path
-		if len(effPath) == 0 {
+		if len(effPath) == 0 { // path = [] means the default
 			effPath = DefaultExecPath
+		}
+		for i, p := range effPath {
+			if !slices.Contains(ox.path, p) {
+				at := ws.has["path"]
+				if len(ws.path) > 0 {
+					at = ws.path[i]
+				}
+				d.fail(at, "exec.path", strconv.Quote(p)+" is not in the operator layer's exec path ("+
+					strings.Join(ox.path, ", ")+"); a workspace layer can only narrow it")
+			}
 		}
 	}
 
@@ -618,15 +614,6 @@ func execRuleString(r ExecRule) string {
 		s += " " + strings.Join(r.Args, " ")
 	}
 	return strconv.Quote(s)
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func durString(d time.Duration) string {

@@ -269,6 +269,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"port out of range", "[[net.allow]]\nhost = \"a.example\"\nports = [70000]\n", "net.allow[0].ports[0]", 3, "not a port", ""},
 		{"listen as string", "[[net.allow]]\ncidr = \"127.0.0.1\"\nlisten = \"yes\"\n", "net.allow[0].listen", 3, "expected a boolean", ""},
 		{"rule not a table", "[exec]\ndeny = [\"tool\"]\n", "exec.deny[0]", 2, "expected a table", ""},
+		{"single brackets", "[exec.allow]\nprogram = \"tool\"\n", "exec.allow", 1, "expected an array of tables ([[exec.allow]]), got a table", ""},
 		{"missing program", "[[exec.allow]]\nargs = [\"x\"]\n", "exec.allow[0]", 1, "missing program", ""},
 		{"missing target", "[net]\n\n[[net.deny]]\nports = [22]\n", "net.deny[0]", 3, "missing host, cidr or path", ""},
 		// Values, checked by the decoder.
@@ -286,6 +287,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"exec example", pathLine + "[[exec.allow]]\nprogram = \"tool\"\nargs = [\"build\"]\nmatch = [[\"test\"]]\n", "exec.allow[0]", 3, `example ["test"] does not match`, ""},
 		{"exec counter-example", pathLine + "[[exec.deny]]\nprogram = \"tool\"\nargs = [\"-c\"]\nno_match = [[\"-cx\"]]\n", "exec.deny[0]", 3, `counter-example ["-cx"] matches`, ""},
 		{"bad cidr", "[[net.allow]]\nhost = \"a.example\"\n\n[[net.allow]]\ncidr = \"10.0.0.1/8\"\n", "net.allow[1]", 4, "host bits are set: did you mean 10.0.0.0/8?", ""},
+		{"inline rules on one line", pathLine + "deny = [{program = \"tool\"}, {program = \"gone\"}]\n", "exec.deny[1]", 3, `"gone": executable file not found`, ""},
 		{"bad port", "[net]\nallow = [\n  {host = \"a.example\", ports = [\"80\"]},\n  {host = \"b.example\", ports = [\"9000-8000\"]},\n]\n", "net.allow[1]", 4, "range is reversed", ""},
 		{"two targets", "[[net.deny]]\nhost = \"a.example\"\ncidr = \"10.0.0.0/8\"\n", "net.deny[0]", 1, "exactly one of Host, CIDR and Path", ""},
 		{"unknown network", "[[net.allow]]\nhost = \"a.example\"\nnetwork = \"sctp\"\n", "net.allow[0]", 1, `unknown network "sctp"`, ""},
@@ -450,6 +452,7 @@ func TestLayersExecRejectWidening(t *testing.T) {
 		{"injection variable", "[[exec.allow]]\nprogram = \"tool\"\nargs = [\"build\"]\nenv = [\"GIT_SSH_COMMAND\"]\n", 1, "exec.allow[0]",
 			`env "GIT_SSH_COMMAND" is not allowed by the operator's exec env nor by "tool build" at $OP:17`},
 		{"path outside", "[exec]\npath = [\"$DIR/bin\", \"/usr/bin\"]\n", 2, "exec.path", `"/usr/bin" is not in the operator layer's exec path`},
+		{"empty path means the default", "[exec]\npath = []\n", 2, "exec.path", `"/usr/local/sbin" is not in the operator layer's exec path`},
 		{"env outside", "[exec]\nenv = [\"LANG\", \"PATH\"]\n", 2, "exec.env", `"PATH" is not allowed by the operator layer's exec env (LANG, LC_*)`},
 		{"env prefix wider", "[exec]\nenv = [\"L*\"]\n", 2, "exec.env", `"L*" is not allowed`},
 		{"timeout raised", "[exec]\ntimeout = \"2m\"\n", 2, "exec.timeout", "cannot raise it from 1m0s to 2m0s"},

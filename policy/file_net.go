@@ -105,7 +105,7 @@ func (d *fileDecoder) netRules(f *tfield, path string, deny bool, x *netFile) {
 			d.fail(t.pos, rpath, "missing host, cidr or path")
 			continue
 		}
-		fr := fileRule{file: d.name, at: t.pos, key: rpath}
+		fr := fileRule{file: d.name, at: t.pos, key: rpath, value: r.Host + r.CIDR + r.Path}
 		r.Source = fr.source()
 		if !bad {
 			d.netExamples(r, rpath, match, noMatch)

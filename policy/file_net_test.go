@@ -216,3 +216,39 @@ func TestPortsCover(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchNetRules reloads net rules: an edit changes decisions, and a
+// widening workspace edit is rejected while the last good policy stays.
+func TestWatchNetRules(t *testing.T) {
+	e := newLayerEnv(t, netOperator)
+	writeInPlace(t, e.ws, "[[net.allow]]\nhost = \"a.example.com\"\nports = [443]\n")
+	pub := []netip.Addr{netip.MustParseAddr("93.184.215.14")}
+	dials := func(host string) func(WatchEvent) bool {
+		return func(ev WatchEvent) bool {
+			return ev.File.Policy.CheckNet(OpConnect, "tcp", host, 443, pub).Allowed
+		}
+	}
+	h := newHarness(t)
+	var tg fakeTarget
+	w, err := Watch(e.op, &tg, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	h.wait(WatchLoaded, dials("a.example.com"))
+
+	writeAtomic(t, e.ws, "[[net.allow]]\nhost = \"b.example.com\"\nports = [443]\n")
+	h.wait(WatchReloaded, dials("b.example.com"))
+	if d := tg.p.Load().CheckNet(OpConnect, "tcp", "a.example.com", 443, pub); d.Allowed {
+		t.Fatal("the old workspace rule still allows")
+	}
+
+	writeAtomic(t, e.ws, "[[net.allow]]\nhost = \"b.example.com\"\nports = [443, 22]\n")
+	ev := h.wait(WatchRejected, nil)
+	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "ports 22 are not all allowed") {
+		t.Fatalf("rejection: %v", ev.Err)
+	}
+	if d := tg.p.Load().CheckNet(OpConnect, "tcp", "b.example.com", 443, pub); !d.Allowed || d.Rule.Source != e.ws+":1" {
+		t.Fatalf("last good policy not in force: %+v", d)
+	}
+}

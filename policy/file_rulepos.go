@@ -1,14 +1,18 @@
 package policy
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // fileRule is where one exec or net rule of a policy file is written: the
 // position of its table ("[[exec.allow]]" header or inline table) and its
 // dotted key ("exec.allow[2]"). Its Source is file:line of that position.
 type fileRule struct {
-	file string
-	at   filePos
-	key  string
+	file  string
+	at    filePos
+	key   string
+	value string // the program, or the host, CIDR or path: tells apart rules on one line
 }
 
 func (r fileRule) source() string { return r.file + ":" + strconv.Itoa(r.at.line) }
@@ -26,11 +30,20 @@ func ruleEntryError(specs []*fileSpec, ee *EntryError) *FileError {
 			rules = append(rules, s.net.rules...)
 		}
 	}
-	for _, r := range rules {
-		if r.source() == ee.Source {
-			return &FileError{File: r.file, Line: r.at.line, Col: r.at.col, Key: r.key,
-				Msg: strconv.Quote(ee.Value) + ": " + ee.Err.Error(), Err: ee}
+	var found *fileRule
+	for i, r := range rules {
+		if r.source() != ee.Source {
+			continue
+		}
+		// Rules written on one line (inline tables) share a source: prefer
+		// the one whose program or address the error names.
+		if found == nil || (!strings.Contains(ee.Value, found.value) && strings.Contains(ee.Value, r.value)) {
+			found = &rules[i]
 		}
 	}
-	return nil
+	if found == nil {
+		return nil
+	}
+	return &FileError{File: found.file, Line: found.at.line, Col: found.at.col, Key: found.key,
+		Msg: strconv.Quote(ee.Value) + ": " + ee.Err.Error(), Err: ee}
 }

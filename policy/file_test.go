@@ -227,6 +227,8 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"[fs]\nwrite_roots = [\"/w\", \".\"]\n", "fs.protected = [\"a\"]\n", "fs = { read_deny = [\"~/x\"] }\n",
 		"[[fs]]\n", "[fs.a.b]\n", "a.b.c = 1\n[a]\n", "[modes]\nfs = \"off\"\n", "x = [[1], {a = 1}]\n",
+		"[[exec.allow]]\nprogram = \"/bin/sh\"\nargs = [\"-c\", \"*\"]\nmatch = [[\"-c\", \"x\"]]\n[exec.limits]\nopen_files = 3\n",
+		"[[net.allow]]\nhost = \"*.a.example\"\nports = [1, \"2-3\"]\nmatch = [\"b.a.example:2\"]\n", "[net]\ndeny = [{cidr = \"::1\", listen = true}]\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -242,6 +244,8 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		file.Policy.CheckPath(OpWrite, "/w/x", "/w")
+		file.Policy.CheckExec("/bin/sh", []string{"sh", "-c", "x"})
+		file.Policy.CheckNet(OpConnect, "tcp", "b.a.example", 2, nil)
 	})
 }
 
@@ -270,8 +274,13 @@ func BenchmarkParseExample(b *testing.B) {
 	})
 	b.Run("New", func(b *testing.B) {
 		// The same rules built in code: what a file adds is Parse - New.
+		fs, errs := decodeFile("example.toml", data)
+		if len(errs) > 0 {
+			b.Fatal(errs[0])
+		}
 		spec := Spec{Home: home, WriteRoots: []string{"/srv/agent/work", "~/.cache/agent", "."},
-			ReadDeny: []string{"~/.ssh", "~/.aws", ".env", "*.pem"}, Protected: []string{"secrets", "Makefile"}}
+			ReadDeny: []string{"~/.ssh", "~/.aws", ".env", "*.pem"}, Protected: []string{"secrets", "Makefile"},
+			Exec: fs.exec.spec, Net: fs.net.spec}
 		for b.Loop() {
 			if _, err := New(spec); err != nil {
 				b.Fatal(err)

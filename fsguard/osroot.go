@@ -1,0 +1,208 @@
+package fsguard
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/auditguard/auditguard/policy"
+)
+
+// rootCache keeps one handle per write-root directory, opened on first use.
+type rootCache struct {
+	mu    sync.Mutex
+	roots map[string]*rootHandle
+	snap  atomic.Pointer[rootsSnap]
+}
+
+// rootHandle is an os.Root on a write root, and a directory descriptor on
+// the same directory for the openat2 fast paths (fast_linux.go).
+type rootHandle struct {
+	root *os.Root
+	fd   int // O_PATH directory descriptor; -1 when it could not be opened
+	// use is read-held while a call works from fd, and write-held by
+	// Close: a descriptor number closed (and reused by another open) under
+	// a call could otherwise point it at an unrelated directory.
+	use    sync.RWMutex
+	closed bool
+}
+
+// acquire read-holds h for a call on its descriptor; false when closed.
+func (h *rootHandle) acquire() bool {
+	h.use.RLock()
+	if h.closed || h.fd < 0 {
+		h.use.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (h *rootHandle) release() { h.use.RUnlock() }
+
+// rootsSnap caches a policy's write roots so a call does not copy them.
+type rootsSnap struct {
+	pol   *policy.Policy
+	roots []string
+}
+
+func (c *rootCache) get(dir string) (*rootHandle, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.roots[dir]; h != nil {
+		return h, nil
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	h := &rootHandle{root: r, fd: openDirFd(dir)}
+	if c.roots == nil {
+		c.roots = map[string]*rootHandle{}
+	}
+	c.roots[dir] = h
+	return h, nil
+}
+
+func (c *rootCache) closeAll() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for k, h := range c.roots {
+		h.use.Lock()
+		h.closed = true
+		errs = append(errs, h.root.Close())
+		closeDirFd(h.fd)
+		h.use.Unlock()
+		delete(c.roots, k)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *rootCache) writeRoots(p *policy.Policy) []string {
+	if s := c.snap.Load(); s != nil && s.pol == p {
+		return s.roots
+	}
+	s := &rootsSnap{pol: p, roots: p.WriteRoots()}
+	c.snap.Store(s)
+	return s.roots
+}
+
+// rootFor returns the deepest write-root directory of the guard's policy
+// (or the working directory, when "." is a root) that contains every path,
+// or "" when none does (the call was allowed by a host callback or Warn
+// mode, outside every root).
+func (f *Fs) rootFor(paths ...string) string {
+	if !f.isOS || f.scope == nil {
+		return ""
+	}
+	pol := f.scope.Guard().Policy()
+	best := ""
+	consider := func(dir string) {
+		if len(dir) <= len(best) && best != "" {
+			return
+		}
+		for _, p := range paths {
+			if !policy.Within(p, dir) {
+				return
+			}
+		}
+		best = dir
+	}
+	for _, r := range f.roots.writeRoots(pol) {
+		consider(r)
+	}
+	if pol.DotRoot() {
+		consider(f.getwd())
+	}
+	return best
+}
+
+// rel makes a resolved path relative to root dir (".", for the root itself).
+func rel(dir, path string) string {
+	if path == dir {
+		return "."
+	}
+	if dir == "/" {
+		return path[1:]
+	}
+	return path[len(dir)+1:]
+}
+
+// inRoot returns the os.Root to mutate path through, and path relative to
+// it; ok is false when no write root contains the path.
+func (f *Fs) inRoot(path string) (r *os.Root, relPath string, ok bool, err error) {
+	dir := f.rootFor(path)
+	if dir == "" {
+		return nil, "", false, nil
+	}
+	h, err := f.roots.get(dir)
+	if err != nil {
+		return nil, "", true, err
+	}
+	return h.root, rel(dir, path), true, nil
+}
+
+// inRootR is inRoot for a resolved name, keeping a trailing "/".
+func (f *Fs) inRootR(r resolved) (*os.Root, string, bool, error) {
+	root, rp, ok, err := f.inRoot(r.path)
+	if ok && err == nil && r.slash {
+		rp += "/"
+	}
+	return root, rp, ok, err
+}
+
+// parentIn opens the directory that holds path, through the deepest root
+// containing it, for the two-name operations whose names sit under
+// different roots. The returned file is a directory opened inside the
+// root, so a symbolic link swapped into the parent chain cannot move it out.
+func (f *Fs) parentIn(path string) (*os.File, string, bool, error) {
+	r, relPath, ok, err := f.inRoot(parentOf(path))
+	if !ok || err != nil {
+		return nil, "", ok, err
+	}
+	d, err := r.Open(relPath)
+	if err != nil {
+		return nil, "", true, err
+	}
+	return d, baseName(path), true, nil
+}
+
+// renameErr rewrites the path of an error from a root, fast-path or base
+// call to the name the caller used. On the OS base the operation is named
+// as afero.OsFs names it (os.Root says "openat" where os.OpenFile says
+// "open"); another base's own operation names are kept.
+func (f *Fs) renameErr(err error, op, name string) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if !f.isOS {
+			op = pe.Op
+		}
+		return &fs.PathError{Op: op, Path: name, Err: pe.Err}
+	}
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// renameLinkErr is renameErr for two-name calls: an *os.LinkError, as the
+// os package returns, unless a non-OS base answered with an *fs.PathError.
+func (f *Fs) renameLinkErr(err error, op, oldname, newname string) error {
+	if err == nil {
+		return nil
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return &os.LinkError{Op: op, Old: oldname, New: newname, Err: le.Err}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if !f.isOS {
+			return &fs.PathError{Op: pe.Op, Path: oldname, Err: pe.Err}
+		}
+		return &os.LinkError{Op: op, Old: oldname, New: newname, Err: pe.Err}
+	}
+	return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err}
+}
