@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
+	"github.com/spf13/afero"
+
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/fsguard"
 	"github.com/auditguard/auditguard/netguard"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
@@ -57,30 +59,16 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	switch verb := rest[0]; verb {
 	case "write":
 		proto = audit.FS
-		cwd, err := os.Getwd()
-		if err == nil {
-			cwd, err = policy.Resolve(policy.OSFS{}, cwd, "/", true)
-		}
-		if err != nil {
-			cwd = "" // no "." root can match
-		}
+		// fsguard's pure check: the resolution and decision a write through
+		// a guarded handle (working directory: the process's) would get.
+		gfs := fsguard.New(ctx, afero.NewOsFs())
 		facts = append(facts, [2]string{"write", rest[1]})
-		resolved, err := policy.Resolve(policy.OSFS{}, rest[1], cwd, true)
+		var resolved string
+		d, resolved, err = gfs.Check(policy.OpWrite, rest[1])
 		if err != nil {
 			facts = append(facts, [2]string{"resolved", "cannot be resolved safely: " + err.Error()})
-			d = policy.Deny(policy.TierInvalid, &policy.Rule{Kind: policy.KindResolve,
-				Pattern: "paths are checked after resolution", Source: "builtin"}, err.Error())
-			break
-		}
-		facts = append(facts, [2]string{"resolved", resolved})
-		// Every policy of the scope must allow it, as in audit.Check.
-		for i, p := range audit.From(ctx).Policies() {
-			if pd := p.CheckPath(policy.OpWrite, resolved, cwd); i == 0 || !pd.Allowed {
-				d = pd
-				if !pd.Allowed {
-					break
-				}
-			}
+		} else {
+			facts = append(facts, [2]string{"resolved", resolved})
 		}
 	case "exec":
 		proto = audit.Exec

@@ -13,6 +13,9 @@ func TestExplain(t *testing.T) {
 	// write root.
 	t.Chdir(work)
 	outside := filepath.Join(filepath.Dir(work), "notes.txt")
+	if err := os.Symlink("..", filepath.Join(work, "escape")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -29,6 +32,8 @@ func TestExplain(t *testing.T) {
 			[]string{"denied (hard)", `protected ".git/hooks" (builtin)`}},
 		{"write outside the roots", []string{"write", outside}, 1,
 			[]string{"denied (soft)", "writes need a write root", "hint:      add a write root", "BeforeDeny callback could rescue"}},
+		{"write through a symbolic link out of the root", []string{"write", filepath.Join(work, "escape", "x")}, 1,
+			[]string{"resolved:  " + filepath.Join(filepath.Dir(work), "x"), "denied (soft)"}},
 		{"exec allowed", []string{"exec", "echo", "hi"}, 0,
 			[]string{"exec:      echo hi", "program:   /", "dir:       " + work, "decision:  allowed", `exec rule "echo" (` + pol + ":24)"}},
 		{"exec denied by a deny rule", []string{"exec", "rm", "-rf", "build"}, 1,

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	iofs "io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,33 +11,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/afero"
+
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/fsguard"
 	"github.com/auditguard/auditguard/netguard"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
 )
-
-// fsOp runs one filesystem operation the way a facade does: resolve, ask
-// the pipeline, and act when it says yes (in warn mode it always does).
-// fsguard is not merged yet, so this stands in for its handle.
-func fsOp(ctx context.Context, op policy.Op, name string, act func(string) error) error {
-	resolved, err := policy.Resolve(policy.OSFS{}, name, "/", op != policy.OpDelete)
-	if err != nil {
-		return err
-	}
-	ev := &audit.Event{Protocol: audit.FS, Op: op, Target: name, Resolved: resolved}
-	if err := audit.Check(ctx, ev, &policy.PathRequest{Op: op, Path: resolved}); err != nil {
-		return err
-	}
-	if act == nil {
-		return nil
-	}
-	return act(resolved)
-}
-
-func writeFile(data string) func(string) error {
-	return func(p string) error { return os.WriteFile(p, []byte(data), 0o644) }
-}
 
 // TestSuggestFromWarnRun runs a warn-mode guard over real fs, exec and net
 // operations (real files, real processes, a loopback server) with a
@@ -95,24 +78,28 @@ func TestSuggestFromWarnRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer release()
+		gfs := fsguard.New(ctx, afero.NewOsFs())
 
 		steps := []struct {
 			name string
 			do   func() error
 		}{
-			{"mkdir build", func() error {
-				return fsOp(ctx, policy.OpCreate, build, func(p string) error { return os.Mkdir(p, 0o755) })
-			}},
-			{"write build/out.txt", func() error { return fsOp(ctx, policy.OpWrite, filepath.Join(build, "out.txt"), writeFile("out")) }},
-			{"write it again", func() error { return fsOp(ctx, policy.OpWrite, filepath.Join(build, "out.txt"), writeFile("out")) }},
-			{"write notes.txt", func() error { return fsOp(ctx, policy.OpWrite, notes, writeFile("notes")) }},
+			{"mkdir build", func() error { return gfs.Mkdir(build, 0o755) }},
+			{"write build/out.txt", func() error { return afero.WriteFile(gfs, filepath.Join(build, "out.txt"), []byte("out"), 0o644) }},
+			{"write it again", func() error { return afero.WriteFile(gfs, filepath.Join(build, "out.txt"), []byte("out"), 0o644) }},
+			{"write notes.txt", func() error { return afero.WriteFile(gfs, notes, []byte("notes"), 0o644) }},
 			{"delete build/old.txt", func() error {
 				if err := os.WriteFile(old, nil, 0o644); err != nil { // set-up, not guarded
 					return err
 				}
-				return fsOp(ctx, policy.OpDelete, old, os.Remove)
+				return gfs.Remove(old)
 			}},
-			{"write a git hook (checked only)", func() error { return fsOp(ctx, policy.OpWrite, hook, nil) }},
+			{"write a git hook", func() error {
+				if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil { // set-up, not guarded
+					return err
+				}
+				return afero.WriteFile(gfs, hook, []byte("#!/bin/sh\n"), 0o755)
+			}},
 			{"exec echo hello", func() error { return execIn(ctx, build, "echo", "hello") }},
 			{"exec echo hello again", func() error { return execIn(ctx, build, "echo", "hello") }},
 			{"exec a script", func() error { return execIn(ctx, build, "sh", "-c", "echo a && ls -a") }},
@@ -166,6 +153,12 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		}
 	}
 
+	// The protected hook is the only hard fs denial; the write to it went
+	// ahead in warn mode.
+	if _, err := os.Stat(hook); err != nil {
+		t.Fatal(err)
+	}
+
 	// Append the suggestion and load the policy: enforce mode, no modes.
 	f, err := os.OpenFile(polPath, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -211,6 +204,15 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		if d.Allowed != tc.allow || (!tc.allow && d.Tier != tc.tier) {
 			t.Errorf("%v %s: %+v (rule %v), want allowed=%v tier %v", tc.op, tc.path, d, d.Rule, tc.allow, tc.tier)
 		}
+	}
+
+	// And through a guarded handle, for real.
+	gfs := fsguard.New(ctx, afero.NewOsFs())
+	if err := afero.WriteFile(gfs, filepath.Join(build, "out.txt"), []byte("again"), 0o644); err != nil {
+		t.Errorf("write build/out.txt under the new policy: %v", err)
+	}
+	if err := afero.WriteFile(gfs, filepath.Join(work, "other.txt"), nil, 0o644); !errors.Is(err, iofs.ErrPermission) {
+		t.Errorf("write other.txt under the new policy: %v, want a denial", err)
 	}
 
 	for _, tc := range []struct {
