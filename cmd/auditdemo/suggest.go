@@ -220,8 +220,19 @@ func newSuggester(execPath []string) *suggester {
 	return &suggester{execPath: execPath, cannotSeen: map[string]bool{}}
 }
 
+// cannotAllow records a denial no addition overturns.
 func (s *suggester) cannotAllow(r logRecord, why string) {
-	c := "# " + r.describe() + "\n#   denied by " + r.because() + "\n#   no addition can allow it: " + why
+	s.comment(r, "no addition can allow it: "+why)
+}
+
+// cannotSay records a denial an addition could overturn, but which one the
+// log does not tell.
+func (s *suggester) cannotSay(r logRecord, why string) {
+	s.comment(r, "no suggestion: "+why)
+}
+
+func (s *suggester) comment(r logRecord, why string) {
+	c := "# " + r.describe() + "\n#   denied by " + r.because() + "\n#   " + oneLine(why)
 	if !s.cannotSeen[c] {
 		s.cannotSeen[c] = true
 		s.cannot = append(s.cannot, c)
@@ -256,7 +267,7 @@ func (s *suggester) add(r logRecord) {
 	case "net":
 		s.addNet(r, false)
 	default:
-		s.cannotAllow(r, "unknown protocol "+strconv.Quote(r.Protocol))
+		s.cannotSay(r, "unknown protocol "+strconv.Quote(r.Protocol))
 	}
 }
 
@@ -292,7 +303,7 @@ func (s *suggester) addFS(r logRecord) {
 	}
 	for _, p := range paths {
 		if p == "" || !filepath.IsAbs(p) {
-			s.cannotAllow(r, "the log has no resolved path for it")
+			s.cannotSay(r, "the log has no resolved path for it")
 			return
 		}
 	}
@@ -368,15 +379,25 @@ func logDir(detail string) string {
 // addExec suggests an allow rule for every program the command would run.
 func (s *suggester) addExec(r logRecord) {
 	if len(r.Argv) == 0 {
-		s.cannotAllow(r, "the log has no argument list for it")
+		s.cannotSay(r, "the log has no argument list for it")
 		return
 	}
 	ev := r.describe()
-	res := planResolver{top: r.Argv[0], topProgram: r.Program, path: s.execPath, dir: logDir(r.Detail)}
+	dir := logDir(r.Detail)
+	if _, pattern := splitRule(r.Rule); pattern == "commands run inside a write root" {
+		// The working directory decided (the commands may be allowed
+		// already): the narrowest root is the directory itself.
+		if dir == "" {
+			s.cannotSay(r, "the command's working directory is outside the write roots, and the log does not say which directory it was: add it as a write root (or run the command inside one)")
+			return
+		}
+		s.writeRoots = addEntry(s.writeRoots, dir, ev+" (its working directory)")
+	}
+	res := planResolver{top: r.Argv[0], topProgram: r.Program, path: s.execPath, dir: dir}
 	plan := policy.PlanExec(res, r.Argv[0], r.Argv)
 	for _, c := range plan.Commands {
 		if c.Program == "" {
-			s.cannotAllow(r, fmt.Sprintf("%q is not found in the exec path (%s): install it there or name it by absolute path", c.Name, strings.Join(s.execPath, ":")))
+			s.cannotSay(r, fmt.Sprintf("%q is not found in the exec path (%s): install it there or name it by absolute path", c.Name, strings.Join(s.execPath, ":")))
 			continue
 		}
 		s.addExecRule(c.Program, c.Argv[1:], ev, plan.Opaque)
@@ -427,7 +448,7 @@ func (s *suggester) addNet(r logRecord, special bool) {
 		}
 		p := r.Resolved
 		if p == "" {
-			s.cannotAllow(r, "the log has no resolved socket path for it")
+			s.cannotSay(r, "the log has no resolved socket path for it")
 			return
 		}
 		s.addNetRule(netSuggestion{path: p, network: "unix", listen: listen, events: []string{ev}})
@@ -436,7 +457,7 @@ func (s *suggester) addNet(r logRecord, special bool) {
 	}
 	host, portStr, err := splitHostPort(r.Target)
 	if err != nil {
-		s.cannotAllow(r, "the logged address "+strconv.Quote(r.Target)+" is not host:port")
+		s.cannotSay(r, "the logged address "+strconv.Quote(r.Target)+" is not host:port")
 		return
 	}
 	var addrs []netip.Addr
@@ -468,7 +489,7 @@ func (s *suggester) addNet(r logRecord, special bool) {
 		notes = append(notes, "unlocks the special-purpose address "+a.String()+" ("+sr.Name+", "+sr.Prefix.String()+") for port "+portStr+" only")
 	}
 	if special && len(unlock) == 0 {
-		s.cannotAllow(r, "a special-purpose address that the log does not name")
+		s.cannotSay(r, "a special-purpose address that the log does not name")
 		return
 	}
 	if litErr == nil {
@@ -518,7 +539,7 @@ func (s *suggester) write(w io.Writer, logName string) {
 	execAllow := pruneExec(s.execAllow)
 	n := len(writeRoots) + len(readRoots) + len(execAllow) + len(s.netAllow)
 	fmt.Fprintf(w, "# auditdemo suggest: %d would-deny event%s in %s\n", s.events, plural(s.events), oneLine(logName))
-	fmt.Fprintf(w, "# %d addition%s; %d denial%s no addition can allow (at the end).\n", n, plural(n), len(s.cannot), plural(len(s.cannot)))
+	fmt.Fprintf(w, "# %d addition%s; %d denial%s without one (at the end).\n", n, plural(n), len(s.cannot), plural(len(s.cannot)))
 	if s.events == 0 {
 		fmt.Fprintln(w, "# nothing to add")
 		return

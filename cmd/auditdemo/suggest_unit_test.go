@@ -64,6 +64,10 @@ func TestSuggestCases(t *testing.T) {
 	missing["argv"] = []string{"no-such-program-here"}
 	denied := warnRec("exec", "exec", "rm", "/usr/bin/rm", `exec rule "deny rm -r"`, "hard")
 	denied["argv"], denied["program"], denied["source"] = []string{"rm", "-rf", "/"}, "/usr/bin/rm", "policy.toml:9"
+	inDir := warnRec("exec", "exec", "echo", echo, `exec rule "commands run inside a write root"`, "soft")
+	inDir["argv"], inDir["program"], inDir["detail"] = []string{"echo", "in", "dir"}, echo, "dir="+filepath.Join(home, "d3")+"; landlock=abi 7"
+	noDir := warnRec("exec", "exec", "echo", echo, `exec rule "commands run inside a write root"`, "soft")
+	noDir["argv"], noDir["program"] = []string{"echo", "no", "dir"}, echo
 	allowed := warnRec("fs", "write", filepath.Join(home, "allowed"), filepath.Join(home, "allowed"), `write root "/"`, "")
 	allowed["outcome"] = "allowed"
 
@@ -74,7 +78,7 @@ func TestSuggestCases(t *testing.T) {
 		move,
 		warnRec("fs", "write", "/proc/self/mem", "/proc/self/mem", `system "/proc"`, "hard"),
 		warnRec("fs", "write", "loop", "", `invalid input "paths are checked after resolution"`, "invalid"),
-		star, long, short, missing, denied,
+		star, long, short, missing, denied, inDir, noDir,
 		warnRec("net", "connect", "localhost:8080", "127.0.0.1, ::1", `net rule "special-purpose 127.0.0.0/8 loopback"`, "hard"),
 		warnRec("net", "connect", "API.example.com:443", "93.184.215.14", `default "connections need a net rule"`, "soft"),
 		warnRec("net", "connect", "[2001:4860::8888]:443", "2001:4860::8888", `default "connections need a net rule"`, "soft"),
@@ -91,7 +95,7 @@ func TestSuggestCases(t *testing.T) {
 	out := r.stdout
 	t.Logf("suggest output:\n%s", out)
 	wantAll(t, "suggest output", out,
-		"# auditdemo suggest: 18 would-deny events",
+		"# auditdemo suggest: 20 would-deny events",
 		// fs: exact paths; directories for a rename; read roots for reads.
 		`"`+filepath.Join(home, `we\"ird`+"\u00e9")+`", # allows`, // the rename's directory covers the write to x
 		`"`+d1+`", # allows fs move `+filepath.Join(d1, "a")+" -> "+filepath.Join(d2, "b")+" (its directory",
@@ -101,6 +105,11 @@ func TestSuggestCases(t *testing.T) {
 		"# note: argument 3 is empty: a rule cannot name it, so the prefix stops before it",
 		`args = ["x"]`, `args = ["y", "*"]`,
 		`"no-such-program-here" is not found in the exec path`,
+		// A working directory outside the roots: the directory, when the
+		// log names it.
+		`"`+filepath.Join(home, "d3")+`", # allows exec echo in dir (its working directory)`,
+		`args = ["in", "dir"]`,
+		"# exec echo no dir\n#   denied by exec rule \"commands run inside a write root\" (builtin), soft\n#   no suggestion: the command's working directory is outside the write roots, and the log does not say which directory it was",
 		"# exec rm -rf /\n#   denied by exec rule \"deny rm -r\" (policy.toml:9), hard\n#   no addition can allow it: an explicit deny rule beats every allow rule",
 		// net: the name and each special address it resolved to.
 		"host = \"localhost\"\nports = [8080]\nmatch = [\"localhost:8080\"]",
