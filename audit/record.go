@@ -149,6 +149,9 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by string, e
 	if ev.Program != "" {
 		attrs = append(attrs, slog.String("program", ev.Program))
 	}
+	if ev.Detail != "" {
+		attrs = append(attrs, slog.String("detail", ev.Detail))
+	}
 	attrs = append(attrs,
 		slog.String("decided_by", by),
 		slog.String("rule", rec.Rule),
