@@ -58,14 +58,14 @@ func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, suggestUsage)
 		return 2
 	}
-	execPath := policy.DefaultExecPath
+	var pol *policy.Policy
 	if *polPath != "" {
 		p, err := policy.Load(*polPath)
 		if err != nil {
 			printLoadError(stderr, *polPath, err)
 			return 2
 		}
-		execPath = p.ExecPath()
+		pol = p
 	}
 	f, err := os.Open(*logPath)
 	if err != nil {
@@ -78,7 +78,7 @@ func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "auditdemo suggest: %s: %v\n", *logPath, err)
 		return 1
 	}
-	s := newSuggester(execPath)
+	s := newSuggester(pol)
 	for _, r := range recs {
 		if r.Outcome == "would-deny" {
 			s.add(r)
@@ -183,6 +183,7 @@ func oneLine(s string) string {
 
 // suggester collects the additions.
 type suggester struct {
+	pol         *policy.Policy // the policy the log was written under, if known
 	execPath    []string
 	events      int
 	writeRoots  []entry
@@ -209,15 +210,19 @@ type execSuggestion struct {
 
 type netSuggestion struct {
 	host, cidr, path string
-	network          string // "" (tcp) or "unix"
+	network          string // "" (tcp), "udp" or "unix"
 	port             string // "" for unix
 	listen           bool
 	events           []string
 	notes            []string
 }
 
-func newSuggester(execPath []string) *suggester {
-	return &suggester{execPath: execPath, cannotSeen: map[string]bool{}}
+func newSuggester(pol *policy.Policy) *suggester {
+	s := &suggester{pol: pol, execPath: policy.DefaultExecPath, cannotSeen: map[string]bool{}}
+	if pol != nil {
+		s.execPath = pol.ExecPath()
+	}
+	return s
 }
 
 // cannotAllow records a denial no addition overturns.
@@ -358,9 +363,13 @@ func (p planResolver) Program(name string) (string, error) {
 	return filepath.EvalSymlinks(found)
 }
 
+// Path resolves a redirection target. A relative one needs the command's
+// working directory; when the log does not name it, Path returns "" so
+// that the plan still lists the script's commands (addExec says what is
+// missing).
 func (p planResolver) Path(name string) (string, error) {
 	if !filepath.IsAbs(name) && p.dir == "" {
-		return "", errors.New("relative redirection target and no working directory in the log")
+		return "", nil
 	}
 	return policy.Resolve(policy.OSFS{}, name, p.dir, true)
 }
@@ -384,14 +393,20 @@ func (s *suggester) addExec(r logRecord) {
 	}
 	ev := r.describe()
 	dir := logDir(r.Detail)
-	if _, pattern := splitRule(r.Rule); pattern == "commands run inside a write root" {
-		// The working directory decided (the commands may be allowed
-		// already): the narrowest root is the directory itself.
-		if dir == "" {
-			s.cannotSay(r, "the command's working directory is outside the write roots, and the log does not say which directory it was: add it as a write root (or run the command inside one)")
-			return
-		}
+	_, pattern := splitRule(r.Rule)
+	var notes []string
+	switch {
+	case pattern == "commands run inside a write root" && dir == "":
+		s.cannotSay(r, "the command's working directory is outside the write roots, and the log does not say which directory it was: add it as a write root (or run the command inside one)")
+		return
+	case pattern == "commands run inside a write root",
+		// The decision names the first soft denial only: with the
+		// policy, check the directory too.
+		dir != "" && s.pol != nil && !s.pol.CheckExecDir(dir, "").Allowed && s.pol.CheckExecDir(dir, "").Tier == policy.TierSoft:
+		// The narrowest root that lets it run there is the directory.
 		s.writeRoots = addEntry(s.writeRoots, dir, ev+" (its working directory)")
+	case dir != "" && s.pol == nil:
+		notes = append(notes, "it ran in "+dir+", which must lie inside a write root too (pass --policy to have it checked)")
 	}
 	res := planResolver{top: r.Argv[0], topProgram: r.Program, path: s.execPath, dir: dir}
 	plan := policy.PlanExec(res, r.Argv[0], r.Argv)
@@ -400,17 +415,22 @@ func (s *suggester) addExec(r logRecord) {
 			s.cannotSay(r, fmt.Sprintf("%q is not found in the exec path (%s): install it there or name it by absolute path", c.Name, strings.Join(s.execPath, ":")))
 			continue
 		}
-		s.addExecRule(c.Program, c.Argv[1:], ev, plan.Opaque)
+		s.addExecRule(c.Program, c.Argv[1:], ev, plan.Opaque, notes)
 	}
 	for _, rd := range plan.Redirects {
-		if rd.Write {
+		switch {
+		case !rd.Write:
+		case rd.Path == "":
+			s.cannotSay(r, "the script writes to a relative path, and the log does not say in which directory it ran: "+
+				"unless that is inside a write root, the target needs one (or the shell an allow rule for this script)")
+		default:
 			s.writeRoots = addEntry(s.writeRoots, rd.Path, ev+" (a redirection target)")
 		}
 	}
 }
 
-func (s *suggester) addExecRule(program string, args []string, ev, opaque string) {
-	var notes []string
+func (s *suggester) addExecRule(program string, args []string, ev, opaque string, notes []string) {
+	notes = slices.Clone(notes)
 	exact := args
 	for i, a := range args {
 		if a == "" || strings.IndexByte(a, 0) >= 0 {
@@ -430,6 +450,11 @@ func (s *suggester) addExecRule(program string, args []string, ev, opaque string
 		if x.program == program && slices.Equal(x.args, exact) {
 			if !slices.Contains(x.events, ev) {
 				x.events = append(x.events, ev)
+			}
+			for _, n := range notes {
+				if !slices.Contains(x.notes, n) {
+					x.notes = append(x.notes, n)
+				}
 			}
 			return
 		}
@@ -459,6 +484,12 @@ func (s *suggester) addNet(r logRecord, special bool) {
 	if err != nil {
 		s.cannotSay(r, "the logged address "+strconv.Quote(r.Target)+" is not host:port")
 		return
+	}
+	// The network is the event's detail ("tcp", "udp4", "tcp (request
+	// target, ...)"); rules say tcp or udp. Older logs have no detail: tcp.
+	network := ""
+	if strings.HasPrefix(r.Detail, "udp") {
+		network = "udp"
 	}
 	var addrs []netip.Addr
 	for _, a := range strings.Split(r.Resolved, ", ") {
@@ -493,14 +524,14 @@ func (s *suggester) addNet(r logRecord, special bool) {
 		return
 	}
 	if litErr == nil {
-		s.addNetRule(netSuggestion{cidr: lit.Unmap().String(), port: portStr, listen: listen, events: []string{ev}, notes: notes})
+		s.addNetRule(netSuggestion{cidr: lit.Unmap().String(), network: network, port: portStr, listen: listen, events: []string{ev}, notes: notes})
 		return
 	}
 	// A name: the host rule allows it; host rules never unlock special
 	// addresses, so each special address it resolved to needs its own.
-	s.addNetRule(netSuggestion{host: host, port: portStr, listen: listen, events: []string{ev}})
+	s.addNetRule(netSuggestion{host: host, network: network, port: portStr, listen: listen, events: []string{ev}})
 	for i, a := range unlock {
-		s.addNetRule(netSuggestion{cidr: a.String(), port: portStr, listen: listen, events: []string{ev + " (resolved to " + a.String() + ")"}, notes: notes[i : i+1]})
+		s.addNetRule(netSuggestion{cidr: a.String(), network: network, port: portStr, listen: listen, events: []string{ev + " (resolved to " + a.String() + ")"}, notes: notes[i : i+1]})
 	}
 }
 

@@ -184,3 +184,63 @@ func TestTOMLString(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestExecDir: the decision a log records names the first soft
+// denial only (here: no rule for the program), so with --policy suggest
+// also checks the command's working directory (from the record's detail).
+func TestSuggestExecDir(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	echo, err := filepath.EvalSymlinks("/usr/bin/echo")
+	if err != nil {
+		t.Skip("no /usr/bin/echo")
+	}
+	rec := warnRec("exec", "exec", "echo", echo, `exec rule "programs need an exec rule"`, "soft")
+	rec["argv"], rec["program"], rec["detail"] = []string{"echo", "hi"}, echo, "dir="+work+"; landlock=abi 7"
+	udp := warnRec("net", "connect", "127.0.0.1:5353", "127.0.0.1", `net rule "special-purpose 127.0.0.0/8 loopback"`, "hard")
+	udp["detail"] = "udp"
+	logPath := writeLog(t, rec, udp)
+	pol := filepath.Join(dir, "policy.toml")
+	if err := os.WriteFile(pol, []byte("[modes]\nexec = \"warn\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r := cli(t, "suggest", "--log", logPath, "--policy", pol)
+	if r.code != 0 {
+		t.Fatalf("suggest: %v", r)
+	}
+	wantAll(t, "suggest --policy output", r.stdout,
+		"write_roots = [\n  \""+work+"\", # allows exec echo hi (its working directory)",
+		"program = \""+echo+"\"\nargs = [\"hi\"]",
+		"cidr = \"127.0.0.1\"\nnetwork = \"udp\"\nports = [5353]",
+	)
+	// Appended, the policy runs the command there.
+	data, err := os.ReadFile(pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := policy.Parse(pol, append(data, r.stdout...))
+	if err != nil {
+		t.Fatalf("appended suggestion does not load: %v", err)
+	}
+	req := policy.ExecRequest{Plan: policy.ExecPlan{Commands: []policy.ExecCommand{{Name: "echo", Program: echo, Argv: []string{"echo", "hi"}}}}, Dir: work}
+	if d := req.Decide(f.Policy); !d.Allowed {
+		t.Errorf("echo hi in %s: %+v (%v)", work, d, d.Rule)
+	}
+	if d := f.Policy.CheckNet(policy.OpConnect, "udp", "127.0.0.1", 5353, nil); !d.Allowed {
+		t.Errorf("udp 127.0.0.1:5353: %+v (%v)", d, d.Rule)
+	}
+	if d := f.Policy.CheckNet(policy.OpConnect, "tcp", "127.0.0.1", 5353, nil); d.Allowed {
+		t.Errorf("tcp 127.0.0.1:5353 is allowed too")
+	}
+
+	// Without the policy, the directory is a note.
+	r = cli(t, "suggest", "--log", logPath)
+	wantAll(t, "suggest output", r.stdout, "# note: it ran in "+work+", which must lie inside a write root too (pass --policy to have it checked)")
+	if strings.Contains(r.stdout, "write_roots = [") {
+		t.Errorf("a write root without --policy:\n%s", r.stdout)
+	}
+}
