@@ -40,9 +40,13 @@ const suggestUsage = "usage: auditdemo suggest --log FILE [--policy FILE]"
 // printed as TOML comments saying why. Everything is deduplicated, and an
 // entry already covered by another suggested entry is left out.
 //
-// --policy names the policy the log was written under: its exec path is
-// used to find the programs a shell script runs (DefaultExecPath
-// otherwise).
+// A decision names one reason only (the first soft denial of a command,
+// say, not also its working directory), so some additions may take a
+// second warn-mode run to find. --policy names the policy the log was
+// written under: its exec path finds the programs a shell script runs
+// (DefaultExecPath otherwise), and a command's working directory (from the
+// record's detail) outside its write roots becomes a write root too.
+// Without it, that directory is a note.
 //
 // Exit status: 0, 1 when the log cannot be read or has malformed lines, 2
 // on a usage error.
@@ -50,7 +54,7 @@ func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("auditdemo suggest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	logPath := fs.String("log", "", "the JSON-lines audit log `FILE` of a warn-mode run")
-	polPath := fs.String("policy", "", "the policy `FILE` the log was written under (for its exec path)")
+	polPath := fs.String("policy", "", "the policy `FILE` the log was written under (its exec path and write roots)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -442,6 +446,9 @@ func (s *suggester) addExecRule(program string, args []string, ev, opaque string
 			notes = append(notes, `argument `+strconv.Itoa(i+1)+` is "*", which in a rule matches any one argument`)
 		}
 	}
+	if len(exact) == 0 {
+		notes = append(notes, "no arguments to name: rules match argument prefixes, so this one allows the program with any arguments")
+	}
 	if opaque != "" {
 		notes = append(notes, "judged as the shell or wrapper itself: "+opaque)
 	}
@@ -579,7 +586,8 @@ func (s *suggester) write(w io.Writer, logName string) {
 	fmt.Fprintln(w, "# they are. A TOML list cannot be extended from a second place: if the policy")
 	fmt.Fprintln(w, "# already has [fs] write_roots or read_roots, move the entries below into its")
 	fmt.Fprintln(w, "# lists instead of appending the [fs] table. Exec args are an argument prefix:")
-	fmt.Fprintln(w, "# a rule also allows the same arguments followed by more.")
+	fmt.Fprintln(w, "# a rule also allows the same arguments followed by more. Review each entry, then")
+	fmt.Fprintln(w, "# set [modes] back to \"enforce\".")
 	if len(writeRoots)+len(readRoots) > 0 {
 		fmt.Fprintln(w, "\n[fs]")
 		writeList(w, "write_roots", writeRoots)

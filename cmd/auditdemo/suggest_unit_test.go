@@ -62,6 +62,8 @@ func TestSuggestCases(t *testing.T) {
 	short["argv"], short["program"] = []string{"echo", "x"}, echo
 	missing := warnRec("exec", "exec", "no-such-program-here", "", `exec rule "the program is not in the policy's PATH"`, "soft")
 	missing["argv"] = []string{"no-such-program-here"}
+	noArgs := warnRec("exec", "exec", "true", "/usr/bin/true", `exec rule "programs need an exec rule"`, "soft")
+	noArgs["argv"], noArgs["program"] = []string{"true"}, "/usr/bin/true"
 	denied := warnRec("exec", "exec", "rm", "/usr/bin/rm", `exec rule "deny rm -r"`, "hard")
 	denied["argv"], denied["program"], denied["source"] = []string{"rm", "-rf", "/"}, "/usr/bin/rm", "policy.toml:9"
 	inDir := warnRec("exec", "exec", "echo", echo, `exec rule "commands run inside a write root"`, "soft")
@@ -78,7 +80,7 @@ func TestSuggestCases(t *testing.T) {
 		move,
 		warnRec("fs", "write", "/proc/self/mem", "/proc/self/mem", `system "/proc"`, "hard"),
 		warnRec("fs", "write", "loop", "", `invalid input "paths are checked after resolution"`, "invalid"),
-		star, long, short, missing, denied, inDir, noDir,
+		star, long, short, missing, denied, inDir, noDir, noArgs,
 		warnRec("net", "connect", "localhost:8080", "127.0.0.1, ::1", `net rule "special-purpose 127.0.0.0/8 loopback"`, "hard"),
 		warnRec("net", "connect", "API.example.com:443", "93.184.215.14", `default "connections need a net rule"`, "soft"),
 		warnRec("net", "connect", "[2001:4860::8888]:443", "2001:4860::8888", `default "connections need a net rule"`, "soft"),
@@ -95,7 +97,7 @@ func TestSuggestCases(t *testing.T) {
 	out := r.stdout
 	t.Logf("suggest output:\n%s", out)
 	wantAll(t, "suggest output", out,
-		"# auditdemo suggest: 20 would-deny events",
+		"# auditdemo suggest: 21 would-deny events",
 		// fs: exact paths; directories for a rename; read roots for reads.
 		`"`+filepath.Join(home, `we\"ird`+"\u00e9")+`", # allows`, // the rename's directory covers the write to x
 		`"`+d1+`", # allows fs move `+filepath.Join(d1, "a")+" -> "+filepath.Join(d2, "b")+" (its directory",
@@ -104,6 +106,7 @@ func TestSuggestCases(t *testing.T) {
 		"# note: argument 2 is \"*\", which in a rule matches any one argument",
 		"# note: argument 3 is empty: a rule cannot name it, so the prefix stops before it",
 		`args = ["x"]`, `args = ["y", "*"]`,
+		"# note: no arguments to name: rules match argument prefixes, so this one allows the program with any arguments\n[[exec.allow]]\nprogram = \"/usr/bin/true\"",
 		`"no-such-program-here" is not found in the exec path`,
 		// A working directory outside the roots: the directory, when the
 		// log names it.
