@@ -110,7 +110,9 @@ func TestConcurrentUse(t *testing.T) {
 	root := tempDir(t)
 	mustDo(t, os.MkdirAll(filepath.Join(root, "x"), 0o755), os.MkdirAll(filepath.Join(root, "y"), 0o755))
 	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{root}})
-	g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(root))
+	// Start inside x: relative names must land in x or y, never in root,
+	// whichever goroutine runs first.
+	g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(filepath.Join(root, "x")))
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
