@@ -175,14 +175,23 @@ func (r logRecord) because() string {
 	return oneLine(s)
 }
 
-// oneLine keeps a comment on one line.
+// oneLine makes s safe inside a TOML comment: one line, and no control
+// character or invalid UTF-8 (which TOML forbids in comments). Logged
+// names come from the guarded code, so a name must never be able to end
+// the comment and add a rule.
 func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' {
-			return ' '
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1, r < 0x20, r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		default:
+			b.WriteString(s[i : i+size])
 		}
-		return r
-	}, s)
+		i += size
+	}
+	return b.String()
 }
 
 // suggester collects the additions.
@@ -315,6 +324,10 @@ func (s *suggester) addFS(r logRecord) {
 			s.cannotSay(r, "the log has no resolved path for it")
 			return
 		}
+		if !utf8.ValidString(p) {
+			s.cannotSay(r, notUTF8)
+			return
+		}
 	}
 	ev := r.describe()
 	switch r.Op {
@@ -389,6 +402,17 @@ func logDir(detail string) string {
 	return ""
 }
 
+const notUTF8 = "a name in it is not valid UTF-8, which a TOML policy file cannot express"
+
+func allUTF8(ss []string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
 // addExec suggests an allow rule for every program the command would run.
 func (s *suggester) addExec(r logRecord) {
 	if len(r.Argv) == 0 {
@@ -415,6 +439,10 @@ func (s *suggester) addExec(r logRecord) {
 	res := planResolver{top: r.Argv[0], topProgram: r.Program, path: s.execPath, dir: dir}
 	plan := policy.PlanExec(res, r.Argv[0], r.Argv)
 	for _, c := range plan.Commands {
+		if !utf8.ValidString(c.Program) || !allUTF8(c.Argv) {
+			s.cannotSay(r, notUTF8)
+			continue
+		}
 		if c.Program == "" {
 			s.cannotSay(r, fmt.Sprintf("%q is not found in the exec path (%s): install it there or name it by absolute path", c.Name, strings.Join(s.execPath, ":")))
 			continue
@@ -424,6 +452,8 @@ func (s *suggester) addExec(r logRecord) {
 	for _, rd := range plan.Redirects {
 		switch {
 		case !rd.Write:
+		case !utf8.ValidString(rd.Path):
+			s.cannotSay(r, notUTF8)
 		case rd.Path == "":
 			s.cannotSay(r, "the script writes to a relative path, and the log does not say in which directory it ran: "+
 				"unless that is inside a write root, the target needs one (or the shell an allow rule for this script)")
@@ -473,12 +503,18 @@ func (s *suggester) addExecRule(program string, args []string, ev, opaque string
 func (s *suggester) addNet(r logRecord, special bool) {
 	ev := r.describe()
 	listen := r.Op == "listen"
-	if strings.HasPrefix(r.Target, "/") { // a unix socket
+	// A unix socket: the detail names the network; older logs without it
+	// are told by the absolute path.
+	if strings.HasPrefix(r.Detail, "unix") || (r.Detail == "" && strings.HasPrefix(r.Target, "/")) {
 		if special {
 			s.cannotAllow(r, hardWhy("net rule", ""))
 			return
 		}
 		p := r.Resolved
+		if !utf8.ValidString(p) {
+			s.cannotSay(r, notUTF8)
+			return
+		}
 		if p == "" {
 			s.cannotSay(r, "the log has no resolved socket path for it")
 			return
