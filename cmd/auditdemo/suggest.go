@@ -84,8 +84,11 @@ func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 	}
 	s := newSuggester(pol)
 	for _, r := range recs {
-		if r.Outcome == "would-deny" {
+		switch r.Outcome {
+		case "would-deny":
 			s.add(r)
+		case "denied":
+			s.denied++
 		}
 	}
 	s.write(stdout, *logPath)
@@ -196,16 +199,16 @@ func oneLine(s string) string {
 
 // suggester collects the additions.
 type suggester struct {
-	pol         *policy.Policy // the policy the log was written under, if known
-	execPath    []string
-	events      int
-	writeRoots  []entry
-	readRoots   []entry
-	execAllow   []execSuggestion
-	netAllow    []netSuggestion
-	cannot      []string // comments: hard denials and what cannot be expressed
-	cannotSeen  map[string]bool
-	unsupported int
+	pol        *policy.Policy // the policy the log was written under, if known
+	execPath   []string
+	events     int
+	writeRoots []entry
+	readRoots  []entry
+	execAllow  []execSuggestion
+	netAllow   []netSuggestion
+	cannot     []string // comments: hard denials and what cannot be expressed
+	cannotSeen map[string]bool
+	denied     int // enforce-mode denials, which suggest does not read
 }
 
 // entry is one suggested fs list entry and the events it allows.
@@ -614,6 +617,10 @@ func (s *suggester) write(w io.Writer, logName string) {
 	n := len(writeRoots) + len(readRoots) + len(execAllow) + len(s.netAllow)
 	fmt.Fprintf(w, "# auditdemo suggest: %d would-deny event%s in %s\n", s.events, plural(s.events), oneLine(logName))
 	fmt.Fprintf(w, "# %d addition%s; %d denial%s without one (at the end).\n", n, plural(n), len(s.cannot), plural(len(s.cannot)))
+	if s.denied > 0 {
+		fmt.Fprintf(w, "# %d denied event%s ignored: they come from enforce mode, where the call did not\n", s.denied, plural(s.denied))
+		fmt.Fprintln(w, "# happen and what followed it is unknown; run in warn mode to see everything a task needs.")
+	}
 	if s.events == 0 {
 		fmt.Fprintln(w, "# nothing to add")
 		return

@@ -173,6 +173,12 @@ func TestSuggestErrors(t *testing.T) {
 	if r := cli(t, "suggest", "--log", empty); r.code != 0 || !strings.Contains(r.stdout, "# nothing to add") {
 		t.Errorf("empty log: %v", r)
 	}
+	rec := warnRec("fs", "write", "/etc/x", "/etc/x", `default "writes need a write root"`, "soft")
+	rec["outcome"] = "denied"
+	if r := cli(t, "suggest", "--log", writeLog(t, rec)); r.code != 0 || !strings.Contains(r.stdout, "# 1 denied event ignored: they come from enforce mode") ||
+		!strings.Contains(r.stdout, "# nothing to add") {
+		t.Errorf("enforce-mode log: %v", r)
+	}
 }
 
 func TestTOMLString(t *testing.T) {
