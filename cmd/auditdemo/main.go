@@ -9,7 +9,7 @@
 //	auditdemo check --policy FILE              validate; print the effective rules
 //	auditdemo explain --policy FILE write PATH | exec CMD ARGS... | dial HOST:PORT
 //	auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
-//	auditdemo suggest --log FILE               TOML that would allow a Warn run's would-denies
+//	auditdemo suggest --log FILE [--policy FILE]  TOML that would allow a Warn run's would-denies
 package main
 
 import (
@@ -32,7 +32,7 @@ const usage = `usage:
   auditdemo explain --policy FILE dial HOST:PORT
   auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
                                                run a command under procguard and print the decision
-  auditdemo suggest --log FILE                 print the narrowest TOML additions that would allow
+  auditdemo suggest --log FILE [--policy FILE] print the narrowest TOML additions that would allow
                                                the would-deny events of a Warn-mode log
 `
 
