@@ -166,6 +166,10 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 			}
 		default:
 			i := slices.IndexFunc(execSwitches, func(w execSwitch) bool { return w.key == f.key })
+			if i < 0 && normalizeKey(f.key) == "landlock_exec_only_allowed" {
+				d.fail(f.pos, path, "unknown key: executing only allowed programs is the default now; remove it (landlock_exec_any = true turns the restriction off)")
+				continue
+			}
 			if i < 0 {
 				hint := ""
 				if k := normalizeKey(f.key); k == "rule" || k == "rules" || k == "program" || k == "programs" {

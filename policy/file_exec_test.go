@@ -277,6 +277,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"relative home", "[exec]\nhome = \"home\"\n", "exec.home", 2, "not an absolute path", ""},
 		{"negative limit", "[exec.limits]\nopen_files = -1\n", "exec.limits.open_files", 2, "must not be negative", ""},
 		{"bad env name", "[exec]\nenv = [\"A=B\"]\n", "exec.env", 2, "want a variable name", ""},
+		{"removed opt-in", "[exec]\nlandlock_exec_only_allowed = true\n", "exec.landlock_exec_only_allowed", 2, "the default now", ""},
 		{"landlock contradiction", "[exec]\nrequire_landlock = true\nno_landlock = true\n", "exec.no_landlock", 3, "contradicts", ""},
 		{"net example", "[[net.allow]]\nhost = \"api.example.com\"\nports = [443]\nmatch = [\"api.example.com:80\"]\n", "net.allow[0].match", 4, `example "api.example.com:80" does not match`, ""},
 		{"net counter-example", "[[net.deny]]\ncidr = \"10.0.0.0/8\"\nno_match = [\"10.1.2.3:22\"]\n", "net.deny[0].no_match", 3, `counter-example "10.1.2.3:22" matches`, ""},

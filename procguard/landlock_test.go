@@ -259,7 +259,7 @@ func TestLandlockChildCannotSignalHost(t *testing.T) {
 	if abi := needLandlock(t); abi < 6 {
 		t.Skipf("Landlock ABI %d has no signal scoping (needs 6)", abi)
 	}
-	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	e := setup(t, policy.ExecSpec{Rules: allow("sh", "sleep")})
 	c := procguard.CommandContext(e.ctx, "sh", "-c", `kill -0 "$1"`, "sh", strconv.Itoa(os.Getpid()))
 	c.Dir = e.dir
 	out, err := c.CombinedOutput()
@@ -270,7 +270,8 @@ func TestLandlockChildCannotSignalHost(t *testing.T) {
 		t.Fatalf("scope not recorded: %+v", c.Confinement.Landlock)
 	}
 	// Inside its own group it still may (job control keeps working).
-	c = procguard.CommandContext(e.ctx, "sh", "-c", `sleep 5 & kill $!`)
+	// (wait reports 128+15: the job died of the SIGTERM.)
+	c = procguard.CommandContext(e.ctx, "sh", "-c", `sleep 5 & kill $!; wait $!; test $? -eq 143`)
 	c.Dir = e.dir
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("signal inside the domain: %v %q", err, out)
