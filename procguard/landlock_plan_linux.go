@@ -173,8 +173,8 @@ func executables(pr *prepared) []string {
 // "#!/usr/bin/env [-S] NAME", NAME looked up in search.
 func interpreters(path string, search []string) []string {
 	fields := interpreter(path)
-	if len(fields) == 0 {
-		return nil
+	if len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+		return nil // a relative "#!" resolves against the child's directory: not granted
 	}
 	var out []string
 	if real, err := filepath.EvalSymlinks(fields[0]); err == nil {
