@@ -254,7 +254,7 @@ func readInterpreter(path string) []string {
 		return nil
 	}
 	for _, p := range ef.Progs {
-		if p.Type == elf.PT_INTERP {
+		if p.Type == elf.PT_INTERP && p.Filesz <= 4096 { // PATH_MAX
 			b := make([]byte, p.Filesz)
 			if _, err := p.ReadAt(b, 0); err == nil {
 				return []string{strings.TrimRight(string(b), "\x00")}
