@@ -47,13 +47,17 @@ type ExecSpec struct {
 	// NoCgroup skips the per-command cgroup v2: starts are cheaper, but a
 	// child that left its process group (setsid) survives the kill.
 	NoCgroup bool
-	// LandlockExecOnlyAllowed narrows the child's Landlock domain further:
-	// only programs with an allow rule (and the interpreters and loaders
-	// they need) may be executed, and write roots lose the execute right,
+	// LandlockExecAny widens the child's Landlock domain back to "execute
+	// anything readable". By default (false) a child may execute only the
+	// programs with an allow rule shared by every policy of the scope, the
+	// programs the decision approved for that very command (its program,
+	// the inner programs of an unwrapped shell script or wrapper, so a
+	// command rescued by OnCall, BeforeDeny or Warn still runs) and the ELF
+	// and "#!" interpreters they need; write roots lose the execute right,
 	// so a child cannot run a program an opaque script names or one it just
-	// wrote. Off by default: tools that run helper programs (git's
-	// git-core commands, compilers) need rules for those too.
-	LandlockExecOnlyAllowed bool
+	// wrote. Tools that run helper programs (git's git-core commands,
+	// compilers, make) need rules for those, or this switch.
+	LandlockExecAny bool
 	// OutputLimit caps each captured stream (Stdout, Stderr, Output) in
 	// bytes; the rest is drained and dropped. 0 means DefaultOutputLimit;
 	// negative means no cap.
@@ -158,8 +162,8 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 	if spec.Timeout < 0 || spec.MaxTimeout < 0 {
 		fail("exec timeout", spec.Timeout.String(), "code", errors.New("negative timeout"))
 	}
-	if (spec.RequireLandlock || spec.DenyNetwork || spec.LandlockExecOnlyAllowed) && spec.NoLandlock {
-		fail("exec landlock", "NoLandlock", "code", errors.New("contradicts RequireLandlock, DenyNetwork or LandlockExecOnlyAllowed"))
+	if (spec.RequireLandlock || spec.DenyNetwork) && spec.NoLandlock {
+		fail("exec landlock", "NoLandlock", "code", errors.New("contradicts RequireLandlock or DenyNetwork"))
 	}
 	for i, r := range spec.Rules {
 		src := r.Source

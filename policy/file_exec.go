@@ -39,7 +39,7 @@ import (
 // execKeys are the keys [exec] accepts.
 var execKeys = []string{"allow", "deny", "path", "env", "home", "tmp_dir", "timeout", "max_timeout",
 	"limits", "output_limit", "dir_in_read_roots", "require_landlock", "no_landlock", "deny_network",
-	"no_cgroup", "landlock_exec_only_allowed"}
+	"no_cgroup", "landlock_exec_any"}
 
 var (
 	execAllowKeys  = []string{"program", "args", "env", "match", "no_match"}
@@ -70,7 +70,7 @@ var execSwitches = []execSwitch{
 	{"no_landlock", func(s *ExecSpec) *bool { return &s.NoLandlock }, false},
 	{"deny_network", func(s *ExecSpec) *bool { return &s.DenyNetwork }, true},
 	{"no_cgroup", func(s *ExecSpec) *bool { return &s.NoCgroup }, false},
-	{"landlock_exec_only_allowed", func(s *ExecSpec) *bool { return &s.LandlockExecOnlyAllowed }, true},
+	{"landlock_exec_any", func(s *ExecSpec) *bool { return &s.LandlockExecAny }, false},
 }
 
 // execLimit is one field of ExecLimits.
@@ -166,6 +166,10 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 			}
 		default:
 			i := slices.IndexFunc(execSwitches, func(w execSwitch) bool { return w.key == f.key })
+			if i < 0 && normalizeKey(f.key) == "landlock_exec_only_allowed" {
+				d.fail(f.pos, path, "unknown key: executing only allowed programs is the default now; remove it (landlock_exec_any = true turns the restriction off)")
+				continue
+			}
 			if i < 0 {
 				hint := ""
 				if k := normalizeKey(f.key); k == "rule" || k == "rules" || k == "program" || k == "programs" {
@@ -186,8 +190,8 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 		}
 		x.has[f.key] = f.pos
 	}
-	if at, ok := x.has["no_landlock"]; ok && s.NoLandlock && (s.RequireLandlock || s.DenyNetwork || s.LandlockExecOnlyAllowed) {
-		d.fail(at, "exec.no_landlock", "contradicts require_landlock, deny_network or landlock_exec_only_allowed")
+	if at, ok := x.has["no_landlock"]; ok && s.NoLandlock && (s.RequireLandlock || s.DenyNetwork) {
+		d.fail(at, "exec.no_landlock", "contradicts require_landlock or deny_network")
 	}
 	return x
 }
@@ -372,8 +376,8 @@ func (ws execFile) alone(op execFile) ExecSpec {
 //   - timeout, max_timeout, output_limit and limits may only get smaller
 //     (a value the operator leaves unlimited may be set);
 //   - switches only in the stricter direction (require_landlock,
-//     deny_network, landlock_exec_only_allowed on; dir_in_read_roots,
-//     no_landlock, no_cgroup off). Turning on a Landlock requirement turns
+//     deny_network on; dir_in_read_roots, no_landlock, no_cgroup,
+//     landlock_exec_any off). Turning on a Landlock requirement turns
 //     no_landlock off.
 //
 // Violations are reported through d (the workspace file) with the
@@ -518,7 +522,7 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 		}
 		*sw.field(&eff) = wsv
 	}
-	if eff.RequireLandlock || eff.DenyNetwork || eff.LandlockExecOnlyAllowed {
+	if eff.RequireLandlock || eff.DenyNetwork {
 		eff.NoLandlock = false
 	}
 	return eff

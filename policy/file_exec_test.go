@@ -277,6 +277,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"relative home", "[exec]\nhome = \"home\"\n", "exec.home", 2, "not an absolute path", ""},
 		{"negative limit", "[exec.limits]\nopen_files = -1\n", "exec.limits.open_files", 2, "must not be negative", ""},
 		{"bad env name", "[exec]\nenv = [\"A=B\"]\n", "exec.env", 2, "want a variable name", ""},
+		{"removed opt-in", "[exec]\nlandlock_exec_only_allowed = true\n", "exec.landlock_exec_only_allowed", 2, "the default now", ""},
 		{"landlock contradiction", "[exec]\nrequire_landlock = true\nno_landlock = true\n", "exec.no_landlock", 3, "contradicts", ""},
 		{"net example", "[[net.allow]]\nhost = \"api.example.com\"\nports = [443]\nmatch = [\"api.example.com:80\"]\n", "net.allow[0].match", 4, `example "api.example.com:80" does not match`, ""},
 		{"net counter-example", "[[net.deny]]\ncidr = \"10.0.0.0/8\"\nno_match = [\"10.1.2.3:22\"]\n", "net.deny[0].no_match", 3, `counter-example "10.1.2.3:22" matches`, ""},
@@ -355,7 +356,7 @@ path = ["$DIR/bin"]
 env = ["LC_ALL"]
 timeout = "30s"
 no_cgroup = false
-landlock_exec_only_allowed = true
+landlock_exec_any = false
 
 [exec.limits]
 cpu_seconds = 10
@@ -376,7 +377,7 @@ args = ["--verbose"]
 	p := f.Policy
 	spec := p.Exec()
 	if spec.Timeout != 30*time.Second || spec.MaxTimeout != 5*time.Minute || spec.NoCgroup || !spec.DenyNetwork ||
-		!spec.LandlockExecOnlyAllowed || spec.OutputLimit != 1<<20 || spec.Limits != (ExecLimits{CPUSeconds: 10, OpenFiles: 256}) ||
+		spec.LandlockExecAny || spec.OutputLimit != 1<<20 || spec.Limits != (ExecLimits{CPUSeconds: 10, OpenFiles: 256}) ||
 		!reflect.DeepEqual(spec.Env, []string{"LC_ALL"}) {
 		t.Errorf("effective exec settings %+v", spec)
 	}
@@ -461,6 +462,7 @@ func TestLayersExecRejectWidening(t *testing.T) {
 		{"output uncapped", "[exec]\noutput_limit = -1\n", 2, "exec.output_limit", "cannot raise it from 1048576 to -1 (no cap)"},
 		{"switch loosened", "[exec]\ndeny_network = false\n", 2, "exec.deny_network", "cannot turn it off: the operator layer turns it on"},
 		{"landlock off", "[exec]\nno_landlock = true\n", 2, "exec.no_landlock", "cannot turn it on"},
+		{"exec any", "[exec]\n\nlandlock_exec_any = true\n", 3, "exec.landlock_exec_any", "cannot turn it on: the operator layer turns it off"},
 		{"home moved", "[exec]\nhome = \"$WORK\"\n", 2, "exec.home", "cannot move it (operator: unset"},
 		{"invalid workspace rule", "[[exec.deny]]\nprogram = \"./tool\"\n", 1, "exec.deny[0]", "relative program names are refused"},
 	}
@@ -478,5 +480,27 @@ func TestLayersExecRejectWidening(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestLayersExecAnyTurnedOff: an operator that lets children execute any
+// program may be narrowed by a workspace layer back to the default.
+func TestLayersExecAnyTurnedOff(t *testing.T) {
+	for _, tt := range []struct {
+		workspace string
+		want      bool
+	}{
+		{"[exec]\nlandlock_exec_any = false\n", false},
+		{"[exec]\nlandlock_exec_any = true\n", true},
+		{"# nothing about exec\n", true},
+	} {
+		e := newLayerEnv(t, "[fs]\nwrite_roots = [\"$WORK\"]\n\n[exec]\nlandlock_exec_any = true\n")
+		f, err := e.load(t, tt.workspace)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.workspace, err)
+		}
+		if got := f.Policy.Exec().LandlockExecAny; got != tt.want {
+			t.Errorf("%q: LandlockExecAny = %v, want %v", tt.workspace, got, tt.want)
+		}
 	}
 }

@@ -1,16 +1,21 @@
 package procguard_test
 
 import (
+	"context"
 	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
 )
 
 // BenchmarkRunTrue compares the raw exec.Command("/bin/true").Run() with the
-// guarded one, with and without Landlock, in one run.
+// guarded one, with and without Landlock, in one run. guarded-landlock is
+// the default (execute only allowed programs); guarded-landlock-execany is
+// LandlockExecAny; guarded-landlock-rescued runs true without a rule,
+// rescued by BeforeDeny, so its program is added to the domain per command.
 func BenchmarkRunTrue(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		for b.Loop() {
@@ -25,9 +30,11 @@ func BenchmarkRunTrue(b *testing.B) {
 	}{
 		{"guarded-nolandlock", policy.ExecSpec{Rules: allow("true"), NoLandlock: true}},
 		{"guarded-landlock", policy.ExecSpec{Rules: allow("true")}},
+		{"guarded-landlock-execany", policy.ExecSpec{Rules: allow("true"), LandlockExecAny: true}},
+		{"guarded-landlock-rescued", policy.ExecSpec{Rules: allow("sh")}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := setup(b, bc.spec)
+			e := setup(b, bc.spec, audit.WithBeforeDeny(func(context.Context, *audit.Event) bool { return true }))
 			for b.Loop() {
 				c := procguard.CommandContext(e.ctx, "/bin/true")
 				c.Dir = e.dir
@@ -71,6 +78,7 @@ func BenchmarkRunTrueInterleaved(b *testing.B) {
 	}{
 		{"nolandlock", policy.ExecSpec{Rules: allow("true"), NoLandlock: true}, false},
 		{"landlock", policy.ExecSpec{Rules: allow("true")}, false},
+		{"landlock-execany", policy.ExecSpec{Rules: allow("true"), LandlockExecAny: true}, false},
 		{"nolandlock-nocgroup", policy.ExecSpec{Rules: allow("true"), NoLandlock: true}, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard/landlock"
@@ -40,10 +43,10 @@ func (c *Cmd) plannedConfinement(pr *prepared) string {
 	if abi >= 6 {
 		sig += "; no signals to processes outside the child's domain"
 	}
-	if spec.LandlockExecOnlyAllowed {
-		return fmt.Sprintf("landlock=abi %d (write roots rw, everything else r, execute only allowed programs and their interpreters%s; %s)", abi, sig, noteProtected)
+	if spec.LandlockExecAny {
+		return fmt.Sprintf("landlock=abi %d (write roots rwx, everything else rx%s; %s)", abi, sig, noteProtected)
 	}
-	return fmt.Sprintf("landlock=abi %d (write roots rw, everything else rx%s; %s)", abi, sig, noteProtected)
+	return fmt.Sprintf("landlock=abi %d (write roots rw, everything else r; execute only allowed programs, the programs approved for this command and their interpreters%s; %s)", abi, sig, noteProtected)
 }
 
 // writableRoots are the write roots every policy of the scope allows
@@ -94,7 +97,8 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		note += "; network not restricted: Landlock ABI 4 needed"
 	}
 	everywhere, writable := uint64(landlock.ReadExec), landlock.HandledFS(abi)
-	if spec.LandlockExecOnlyAllowed {
+	if !spec.LandlockExecAny {
+		// Execute only named programs (every ABI handles Execute).
 		everywhere &^= landlock.Execute
 		writable &^= landlock.Execute
 		for _, prog := range executables(pr) {
@@ -118,10 +122,17 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 	return rs, note, nil
 }
 
-// executables are the files a child may execute under
-// LandlockExecOnlyAllowed: the programs of the plan and of every allow rule
-// every policy of the scope shares, plus the ELF interpreters and "#!"
-// interpreters they need.
+// executables are the files a child may execute unless the policy sets
+// LandlockExecAny: the programs of every allow rule all policies of the
+// scope share, the programs the decision approved for this command (the
+// program started, every command and wrapper of its plan, which covers a
+// command rescued by OnCall, BeforeDeny or Warn), plus the ELF interpreters
+// and "#!" interpreters they need ("#!/usr/bin/env NAME" adds env and NAME
+// looked up in the policy's PATH, which is the child's PATH).
+//
+// The programs of allow rules come first and the ruleset is normalized, so
+// a command whose programs all have allow rules gets the same ruleset (and
+// the same reused restricted thread) as any other such command.
 func executables(pr *prepared) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -132,10 +143,8 @@ func executables(pr *prepared) []string {
 		}
 		seen[p] = true
 		out = append(out, p)
-		if interp := interpreter(p); interp != "" {
-			if real, err := filepath.EvalSymlinks(interp); err == nil {
-				add(real, depth+1)
-			}
+		for _, interp := range interpreters(p, pr.pol.ExecPath()) {
+			add(interp, depth+1)
 		}
 	}
 	for _, prog := range pr.pol.ExecPrograms() {
@@ -149,6 +158,7 @@ func executables(pr *prepared) []string {
 			add(prog, 0)
 		}
 	}
+	add(pr.program, 0)
 	for _, c := range pr.req.Plan.Commands {
 		add(c.Program, 0)
 	}
@@ -158,12 +168,76 @@ func executables(pr *prepared) []string {
 	return out
 }
 
-// interpreter returns the ELF interpreter (PT_INTERP) or "#!" interpreter
-// of an executable file, or "".
-func interpreter(path string) string {
+// interpreters returns the real paths of what executing path needs besides
+// path: its ELF interpreter, or its "#!" interpreter and, for
+// "#!/usr/bin/env [-S] NAME", NAME looked up in search.
+func interpreters(path string, search []string) []string {
+	fields := interpreter(path)
+	if len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+		return nil // a relative "#!" resolves against the child's directory: not granted
+	}
+	var out []string
+	if real, err := filepath.EvalSymlinks(fields[0]); err == nil {
+		out = append(out, real)
+		if filepath.Base(real) == "env" || filepath.Base(fields[0]) == "env" {
+			for _, f := range fields[1:] {
+				if strings.HasPrefix(f, "-") || strings.ContainsRune(f, '=') {
+					continue // options (-S, -i, -u NAME is rare in "#!") and assignments
+				}
+				if found, err := policy.LookPath(f, search); err == nil {
+					if real, err := filepath.EvalSymlinks(found); err == nil {
+						out = append(out, real)
+					}
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// interpreter returns the ELF interpreter (PT_INTERP), or the "#!" line's
+// interpreter and its arguments, of an executable file; nil when none.
+// Results are cached by path and file identity (device, inode, size,
+// modification time), so a replaced file is read again.
+func interpreter(path string) []string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil
+	}
+	id := interpID{path: path, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim}
+	interpMu.Lock()
+	v, ok := interpCache[id]
+	interpMu.Unlock()
+	if ok {
+		return v
+	}
+	v = readInterpreter(path)
+	interpMu.Lock()
+	if len(interpCache) >= 1024 {
+		clear(interpCache)
+	}
+	interpCache[id] = v
+	interpMu.Unlock()
+	return v
+}
+
+type interpID struct {
+	path     string
+	dev, ino uint64
+	size     int64
+	mtime    unix.Timespec
+}
+
+var (
+	interpMu    sync.Mutex
+	interpCache = map[interpID][]string{}
+)
+
+func readInterpreter(path string) []string {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
 	var head [256]byte
@@ -173,22 +247,19 @@ func interpreter(path string) string {
 		if i := strings.IndexByte(line, '\n'); i >= 0 {
 			line = line[:i]
 		}
-		if fields := strings.Fields(line); len(fields) > 0 {
-			return fields[0]
-		}
-		return ""
+		return strings.Fields(line)
 	}
 	ef, err := elf.NewFile(f)
 	if err != nil {
-		return ""
+		return nil
 	}
 	for _, p := range ef.Progs {
-		if p.Type == elf.PT_INTERP {
+		if p.Type == elf.PT_INTERP && p.Filesz <= 4096 { // PATH_MAX
 			b := make([]byte, p.Filesz)
 			if _, err := p.ReadAt(b, 0); err == nil {
-				return strings.TrimRight(string(b), "\x00")
+				return []string{strings.TrimRight(string(b), "\x00")}
 			}
 		}
 	}
-	return ""
+	return nil
 }

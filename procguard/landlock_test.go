@@ -1,7 +1,9 @@
 package procguard_test
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
 	"github.com/auditguard/auditguard/procguard/landlock"
@@ -103,42 +106,150 @@ func TestLandlockOffAndRequired(t *testing.T) {
 	}
 }
 
-// TestLandlockExecOnlyAllowed: with the switch on, a shell judged as itself
-// can run an allowed program but not another one, nor a copy of an allowed
-// program placed in a write root.
-func TestLandlockExecOnlyAllowed(t *testing.T) {
+// copyOf copies the real file behind prog into dir and returns the copy.
+func copyOf(t *testing.T, prog, dir string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		t.Skip(err)
+	}
+	b, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "my"+filepath.Base(real))
+	if err := os.WriteFile(cp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+// TestLandlockExecOnlyAllowedByDefault: by default a shell judged as itself
+// (its script is opaque, so it is allowed as "sh" while the plan cannot see
+// what it runs) can run an allowed program but not another one, nor a copy
+// of an allowed program placed in a write root: the kernel refuses the
+// execve. With LandlockExecAny the old behaviour comes back.
+func TestLandlockExecOnlyAllowedByDefault(t *testing.T) {
 	needLandlock(t)
-	e := setup(t, policy.ExecSpec{Rules: allow("sh", "true"), LandlockExecOnlyAllowed: true})
 	tru, err := filepath.EvalSymlinks("/usr/bin/true")
 	if err != nil {
 		t.Skip(err)
 	}
-	b, err := os.ReadFile(tru)
+	id, err := exec.LookPath("id")
 	if err != nil {
-		t.Fatal(err)
+		t.Skip("id not installed")
 	}
-	copyTrue := filepath.Join(e.dir, "mytrue")
-	if err := os.WriteFile(copyTrue, b, 0o755); err != nil {
-		t.Fatal(err)
+	for _, execAny := range []bool{false, true} {
+		e := setup(t, policy.ExecSpec{Rules: allow("sh", "true"), LandlockExecAny: execAny})
+		copyTrue := copyOf(t, tru, e.dir)
+		tests := []struct {
+			prog string
+			ok   bool
+		}{
+			{tru, true},
+			{id, execAny},
+			{copyTrue, execAny},
+		}
+		for _, tt := range tests {
+			c := procguard.CommandContext(e.ctx, "sh", "-c", `"$1"`, "sh", tt.prog)
+			c.Dir = e.dir
+			if d := c.Check(); !d.Allowed || d.Plan.Opaque == "" {
+				t.Fatalf("the script should be allowed as an opaque sh: %+v", d)
+			}
+			c = procguard.CommandContext(e.ctx, "sh", "-c", `"$1"`, "sh", tt.prog)
+			c.Dir = e.dir
+			out, err := c.CombinedOutput()
+			if tt.ok != (err == nil) {
+				t.Errorf("exec any %v, %s: err %v out %q", execAny, tt.prog, err, out)
+			}
+			if !tt.ok && !strings.Contains(string(out), "Permission denied") {
+				t.Errorf("exec any %v, %s: not a kernel denial: %q", execAny, tt.prog, out)
+			}
+			rec := e.rec.Records()
+			detail := rec[len(rec)-1].Detail
+			if want := "execute only allowed programs"; strings.Contains(detail, want) == execAny {
+				t.Errorf("exec any %v: event detail %q", execAny, detail)
+			}
+		}
 	}
+}
+
+// TestLandlockExecRescued: a command without any allow rule that BeforeDeny
+// rescues runs under the default exec restriction, with every program of
+// its plan (the shell of a plain script and the commands it runs) made
+// executable for that command only; what the plan could not see (an
+// opaque script's programs) stays refused, and the next, unrescued
+// command in the same guard does not get the rescued programs (restricted
+// threads are reused per ruleset, and the extra programs are part of it).
+func TestLandlockExecRescued(t *testing.T) {
+	needLandlock(t)
+	if _, err := exec.LookPath("id"); err != nil {
+		t.Skip("id not installed")
+	}
+	e := setup(t, policy.ExecSpec{Rules: allow("sh", "true")}, audit.WithBeforeDeny(func(ctx context.Context, ev *audit.Event) bool {
+		return ev.Call != nil && ev.Call.Name == "trusted"
+	}))
+	tool, done := audit.WithCall(e.ctx, "trusted", nil)
+	defer done()
 	tests := []struct {
-		prog string
+		name string
+		argv []string
 		ok   bool
 	}{
-		{tru, true},
-		{"/usr/bin/id", false},
-		{copyTrue, false},
+		{"program", []string{"id", "-u"}, true},
+		{"plain script", []string{"sh", "-c", "id -u && true"}, true},
+		{"wrapper", []string{"env", "id", "-u"}, true},
+		{"opaque script", []string{"sh", "-c", `"$1" -u`, "sh", "id"}, false},
 	}
 	for _, tt := range tests {
-		c := procguard.CommandContext(e.ctx, "sh", "-c", `"$1"`, "sh", tt.prog)
+		c := procguard.CommandContext(tool, tt.argv[0], tt.argv[1:]...)
 		c.Dir = e.dir
 		out, err := c.CombinedOutput()
 		if tt.ok != (err == nil) {
-			t.Errorf("%s: err %v out %q", tt.prog, err, out)
+			t.Errorf("%s: err %v out %q", tt.name, err, out)
 		}
 		if !tt.ok && !strings.Contains(string(out), "Permission denied") {
-			t.Errorf("%s: not a kernel denial: %q", tt.prog, out)
+			t.Errorf("%s: not a kernel denial: %q", tt.name, out)
 		}
+		if tt.ok && strings.TrimSpace(string(out)) != strconv.Itoa(os.Getuid()) {
+			t.Errorf("%s: output %q", tt.name, out)
+		}
+	}
+	// Generated code (no tool call) is refused id, and an allowed opaque
+	// script cannot reach the program rescued just before.
+	c := procguard.CommandContext(e.ctx, "id", "-u")
+	c.Dir = e.dir
+	if err := c.Run(); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("unrescued id: %v", err)
+	}
+	for range 2 {
+		c := procguard.CommandContext(e.ctx, "sh", "-c", `"$1" -u`, "sh", "id")
+		c.Dir = e.dir
+		if out, err := c.CombinedOutput(); err == nil || !strings.Contains(string(out), "Permission denied") {
+			t.Errorf("an unrescued script ran id: %v %q", err, out)
+		}
+	}
+}
+
+// TestLandlockExecEnvShebang: an allowed "#!/usr/bin/env sh" script runs
+// under the default exec restriction: env and the program it names (found
+// in the policy's PATH) are executable for it.
+func TestLandlockExecEnvShebang(t *testing.T) {
+	needLandlock(t)
+	if _, err := os.Stat("/usr/bin/env"); err != nil {
+		t.Skip("no /usr/bin/env")
+	}
+	bin := t.TempDir()
+	script := filepath.Join(bin, "hello")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env sh\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, policy.ExecSpec{Rules: allow(script)})
+	c := procguard.CommandContext(e.ctx, script)
+	c.Dir = e.dir
+	out, err := c.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "hello" {
+		t.Fatalf("env script: %v %q (%v)", err, out, c.Confinement.Landlock)
 	}
 }
 
@@ -148,7 +259,7 @@ func TestLandlockChildCannotSignalHost(t *testing.T) {
 	if abi := needLandlock(t); abi < 6 {
 		t.Skipf("Landlock ABI %d has no signal scoping (needs 6)", abi)
 	}
-	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	e := setup(t, policy.ExecSpec{Rules: allow("sh", "sleep")})
 	c := procguard.CommandContext(e.ctx, "sh", "-c", `kill -0 "$1"`, "sh", strconv.Itoa(os.Getpid()))
 	c.Dir = e.dir
 	out, err := c.CombinedOutput()
@@ -159,7 +270,8 @@ func TestLandlockChildCannotSignalHost(t *testing.T) {
 		t.Fatalf("scope not recorded: %+v", c.Confinement.Landlock)
 	}
 	// Inside its own group it still may (job control keeps working).
-	c = procguard.CommandContext(e.ctx, "sh", "-c", `sleep 5 & kill $!`)
+	// (wait reports 128+15: the job died of the SIGTERM.)
+	c = procguard.CommandContext(e.ctx, "sh", "-c", `sleep 5 & kill $!; wait $!; test $? -eq 143`)
 	c.Dir = e.dir
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Fatalf("signal inside the domain: %v %q", err, out)

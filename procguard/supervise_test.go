@@ -15,7 +15,8 @@ import (
 )
 
 // The scripts use $! and subshells, so they are judged as the shell itself:
-// the policy allows sh outright.
+// the policy allows sh outright, and the programs the scripts start have
+// rules too (a child may execute only allowed programs by default).
 var leftovers = []struct {
 	name   string
 	script string
@@ -30,7 +31,7 @@ var leftovers = []struct {
 // that exits on its own all leave zero live processes in the group, and the
 // setsid escapee (its own group) dies with the cgroup.
 func TestKillLeavesNoSurvivors(t *testing.T) {
-	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	e := setup(t, policy.ExecSpec{Rules: allow("sh", "sleep", "nohup", "setsid")})
 	for _, how := range []string{"timeout", "cancel", "leader exits"} {
 		for _, lo := range leftovers {
 			t.Run(how+"/"+lo.name, func(t *testing.T) {

@@ -3,8 +3,11 @@
 package landlock
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -118,5 +121,74 @@ func TestNeverTheMainThread(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestStartReusedKeyedByEveryRule: rulesets that differ by one extra
+// executable file (as procguard's per-command programs do) never share a
+// restricted thread; an equal ruleset built again does; and more distinct
+// rulesets than maxWorkers still each get their own domain.
+func TestStartReusedKeyedByEveryRule(t *testing.T) {
+	abi, err := ABI()
+	if err != nil {
+		t.Skipf("Landlock unavailable: %v", err)
+	}
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil || !strings.HasPrefix(sh, "/usr/") {
+		t.Skipf("needs a merged /usr (/bin/sh is %q, %v)", sh, err)
+	}
+	dir := t.TempDir()
+	var progs []string
+	for i := range maxWorkers + 2 {
+		p := filepath.Join(dir, "prog"+string(rune('a'+i)))
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, p)
+	}
+	mk := func(extra ...string) *Ruleset {
+		// /usr keeps execute for the shell and its loader.
+		rs := &Ruleset{ABI: abi, Rules: []Rule{{"/", ReadFile | ReadDir}, {"/usr", ReadExec}, {"/dev/null", ReadFile | WriteFile}}}
+		for _, p := range extra {
+			rs.Rules = append(rs.Rules, Rule{p, Execute | ReadFile})
+		}
+		rs.Normalize()
+		return rs
+	}
+	tid := func(rs *Ruleset) int {
+		t.Helper()
+		var id int
+		if _, err := StartReused(rs, func() error { id = unix.Gettid(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a1 := tid(mk(progs[0]))
+	ab := tid(mk(progs[0], progs[1]))
+	a2 := tid(mk(progs[0]))
+	ba := tid(mk(progs[1], progs[0]))
+	if a1 == ab || a1 != a2 || ab != ba {
+		t.Fatalf("threads: a=%d ab=%d a again=%d ba=%d", a1, ab, a2, ba)
+	}
+	// More distinct rulesets than kept threads: each call still runs under
+	// its own rules (the domain may execute exactly its own file).
+	for i, p := range progs {
+		var canExec, cannotExec error
+		if _, err := StartReused(mk(p), func() error {
+			canExec = exec.Command(p).Run()
+			cannotExec = exec.Command(progs[(i+1)%len(progs)]).Run()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if canExec != nil || !errors.Is(cannotExec, os.ErrPermission) {
+			t.Errorf("ruleset %d: own file %v, other file %v", i, canExec, cannotExec)
+		}
+	}
+	workersMu.Lock()
+	n := len(workers)
+	workersMu.Unlock()
+	if n > maxWorkers {
+		t.Fatalf("%d restricted threads kept, at most %d", n, maxWorkers)
 	}
 }
