@@ -191,7 +191,7 @@ func printExecSettings(w io.Writer, s policy.ExecSpec, path []string) {
 	for _, b := range []struct {
 		name string
 		on   bool
-	}{{"deny_network", s.DenyNetwork}, {"landlock_exec_only_allowed", s.LandlockExecOnlyAllowed},
+	}{{"deny_network", s.DenyNetwork}, {"landlock_exec_any", s.LandlockExecAny},
 		{"dir_in_read_roots", s.DirInReadRoots}, {"no_cgroup", s.NoCgroup}} {
 		if b.on {
 			sw = append(sw, b.name)
