@@ -16,6 +16,20 @@ type indexBuilder struct {
 	nameAt   map[string]int32
 	globPAt  map[string]int32
 	globSAt  map[string]int32
+
+	seenWrite, seenRead map[string]struct{} // roots listed so far
+}
+
+// firstRoot reports whether root is new to seen, and records it.
+func (b *indexBuilder) firstRoot(seen *map[string]struct{}, root string) bool {
+	if *seen == nil {
+		*seen = map[string]struct{}{}
+	}
+	if _, ok := (*seen)[root]; ok {
+		return false
+	}
+	(*seen)[root] = struct{}{}
+	return true
 }
 
 func (b *indexBuilder) addPrefix(path string, set func(*prefixEntry)) {

@@ -195,11 +195,15 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 		p.rules = append(p.rules, r)
 		for _, ap := range paths {
 			if e.kind == KindWriteRoot {
-				p.writeRoots = appendUnique(p.writeRoots, ap)
+				if ib.firstRoot(&ib.seenWrite, ap) {
+					p.writeRoots = append(p.writeRoots, ap)
+				}
 				ib.addPrefix(ap, func(pe *prefixEntry) { setOnce(&pe.write, r) })
 			} else {
 				p.hasReadRoots = true
-				p.readRoots = appendUnique(p.readRoots, ap)
+				if ib.firstRoot(&ib.seenRead, ap) {
+					p.readRoots = append(p.readRoots, ap)
+				}
 				ib.addPrefix(ap, func(pe *prefixEntry) { setOnce(&pe.read, r) })
 			}
 		}
