@@ -185,7 +185,8 @@ func (f *Fs) allow(ev func() *audit.Event, req audit.Request) error {
 //     the decision is made, then the file is created with openat2 and
 //     O_CREATE|O_EXCL under the same resolve flags, so only what was
 //     checked as new is created; a file that appeared meanwhile (maybe a
-//     hard link) sends the call round again.
+//     hard link) sends the call round again, and what is there is decided
+//     afresh (a scope with callbacks is then asked twice for the call).
 func (f *Fs) fastOpenWrite(name, cwd string, flag int, perm os.FileMode) (afero.File, error, bool) {
 	if flag&(unix.O_PATH|unix.O_TMPFILE) != 0 {
 		return nil, nil, false

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,12 +112,21 @@ func TestSymlinkTargetResolvedFromLinkDirectory(t *testing.T) {
 }
 
 func TestTwoRoots(t *testing.T) {
+	for _, v := range pathVariants {
+		t.Run(v.name, func(t *testing.T) {
+			defer fsguard.SetFastPaths(v.fast)()
+			twoRoots(t, variantOpts(v.onCall))
+		})
+	}
+}
+
+func twoRoots(t *testing.T, opts []audit.Option) {
 	base := tempDir(t)
 	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
 	write(t, filepath.Join(a, "x"), "x")
 	write(t, filepath.Join(a, "y"), "y")
 	write(t, filepath.Join(b, "keep"), "")
-	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{a, b}})
+	ctx, _, _ := enter(t, policy.Spec{WriteRoots: []string{a, b}}, opts...)
 	g := fsguard.New(ctx, afero.NewOsFs())
 	mustDo(t,
 		g.Rename(filepath.Join(a, "x"), filepath.Join(b, "x")),
@@ -124,6 +134,15 @@ func TestTwoRoots(t *testing.T) {
 	)
 	if got, _ := os.ReadFile(filepath.Join(b, "x")); string(got) != "x" {
 		t.Fatal("cross-root rename did not move the file")
+	}
+	// Below the roots, and a directory (its tree is checked first).
+	write(t, filepath.Join(a, "s", "z"), "z")
+	write(t, filepath.Join(a, "tree", "leaf"), "l")
+	mustDo(t, os.Mkdir(filepath.Join(b, "t"), 0o755),
+		g.Rename(filepath.Join(a, "s", "z"), filepath.Join(b, "t", "z")),
+		g.Rename(filepath.Join(a, "tree"), filepath.Join(b, "t", "tree")))
+	if got := entries(t, filepath.Join(b, "t")); !slices.Equal(got, []string{"tree", "tree/leaf", "z"}) {
+		t.Fatalf("after cross-root renames: %v", got)
 	}
 	// b/y and a/y are now one file with two names: writing it is denied.
 	if err := afero.WriteFile(g, filepath.Join(b, "y"), []byte("z"), 0o644); !isDenial(err) {
