@@ -20,6 +20,7 @@
 // checks with resolution over that base.
 //
 // Denials are *fs.PathError (or *os.LinkError for two-name operations)
-// wrapping an *audit.DenyError, so os.IsPermission, errors.Is(err,
-// fs.ErrPermission) and errors.As work. A denied call changes nothing.
+// wrapping an *audit.DenyError, so errors.Is(err, fs.ErrPermission) and
+// errors.As work (os.IsPermission does not: it looks only for an errno one
+// level down). A denied call changes nothing.
 package fsguard
