@@ -34,7 +34,6 @@ type Event struct {
 	scope    *Scope
 	frames   []runtime.Frame
 	captured bool
-	site     uintptr
 }
 
 // ScopeID identifies the scope the call was made in.

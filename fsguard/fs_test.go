@@ -170,6 +170,9 @@ func TestAllOrNothing(t *testing.T) {
 	if err := g.RemoveAll("."); !isDenial(err) {
 		t.Fatalf("RemoveAll of a tree holding protected names: want a denial, got %v", err)
 	}
+	if d := diffSnapshots(before, snapshot(t, base)); len(d) > 0 {
+		t.Fatalf("denied MkdirAll or RemoveAll changed the tree: %v", d)
+	}
 	// Moving a directory under a protected name is as much a write there.
 	write(t, filepath.Join(root, "g", "hooks", "pre-commit"), "#!/bin/sh\n")
 	mustDo(t, os.RemoveAll(filepath.Join(root, ".git")))

@@ -179,12 +179,12 @@ func TestWatchLayers(t *testing.T) {
 	writeInPlace(t, e.ws, e.expand("[fs]\nwrite_roots = [\"$WORK/proj\"]\n"))
 	h := newHarness(t)
 	var tg fakeTarget
-	w, err := Watch(e.op, &tg, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
+	_, err := Watch(e.op, &tg, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
 	if err == nil || !strings.Contains(err.Error(), "ModeSwapper") {
 		t.Fatalf("operator sets modes: err = %v", err)
 	}
 	var mt modeTarget
-	w, err = Watch(e.op, &mt, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
+	w, err := Watch(e.op, &mt, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
 	if err != nil {
 		t.Fatal(err)
 	}

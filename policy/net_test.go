@@ -373,7 +373,7 @@ func TestCompiledSpecialTables(t *testing.T) {
 	}
 	for _, tab := range [][]match6{meta6, spec6, emb6} {
 		for _, m := range tab {
-			p := global6
+			var p netip.Prefix
 			if m.r != nil {
 				p = m.r.Prefix
 			} else {
