@@ -3,6 +3,7 @@ package fsguard
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -11,9 +12,11 @@ import (
 )
 
 // rootCache keeps one handle per write-root directory, opened on first use.
+// Lookups read an immutable map without locking (every guarded call makes
+// one); opening a new root or closing them all copies it under mu.
 type rootCache struct {
 	mu    sync.Mutex
-	roots map[string]*rootHandle
+	roots atomic.Pointer[map[string]*rootHandle]
 	snap  atomic.Pointer[rootsSnap]
 }
 
@@ -48,34 +51,45 @@ type rootsSnap struct {
 }
 
 func (c *rootCache) get(dir string) (*rootHandle, error) {
+	if m := c.roots.Load(); m != nil {
+		if h := (*m)[dir]; h != nil {
+			return h, nil
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if h := c.roots[dir]; h != nil {
-		return h, nil
+	old := map[string]*rootHandle{}
+	if m := c.roots.Load(); m != nil {
+		if h := (*m)[dir]; h != nil {
+			return h, nil
+		}
+		old = *m
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
 	h := &rootHandle{root: r, fd: openDirFd(dir)}
-	if c.roots == nil {
-		c.roots = map[string]*rootHandle{}
-	}
-	c.roots[dir] = h
+	next := maps.Clone(old)
+	next[dir] = h
+	c.roots.Store(&next)
 	return h, nil
 }
 
 func (c *rootCache) closeAll() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	m := c.roots.Swap(nil)
+	if m == nil {
+		return nil
+	}
 	var errs []error
-	for k, h := range c.roots {
+	for _, h := range *m {
 		h.use.Lock()
 		h.closed = true
 		errs = append(errs, h.root.Close())
 		closeDirFd(h.fd)
 		h.use.Unlock()
-		delete(c.roots, k)
 	}
 	return errors.Join(errs...)
 }
