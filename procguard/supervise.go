@@ -1,0 +1,58 @@
+package procguard
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// supervisor watches one child group. Wait learns when the leader exited
+// and kills what is left of the group (supervise_linux.go,
+// supervise_other.go say how each platform does it without hitting a reused
+// pid); a watcher goroutine kills the group on timeout or cancellation.
+type supervisor struct {
+	pid  int
+	cg   *cgroup
+	done chan struct{}
+	// finished is closed when the watcher goroutine has returned: after
+	// that no kill can hit a reaped pid or a reused cgroup.
+	finished chan struct{}
+	once     sync.Once
+
+	mu     sync.Mutex
+	reason error
+}
+
+func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) *supervisor {
+	s := &supervisor{pid: pid, cg: cg, done: make(chan struct{}), finished: make(chan struct{})}
+	if ctx.Done() == nil && timeout <= 0 {
+		close(s.finished) // nothing to watch
+		return s
+	}
+	go func() {
+		defer close(s.finished)
+		var timer <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			s.kill(ctx.Err())
+		case <-timer:
+			s.kill(ErrTimeout)
+		}
+	}()
+	return s
+}
+
+func (s *supervisor) cause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// stop ends the watcher goroutine (it kills nothing more after this).
+func (s *supervisor) stop() { s.once.Do(func() { close(s.done) }) }
