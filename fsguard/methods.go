@@ -229,15 +229,9 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	root, rp, ok, err := f.inRootR(r)
-	switch {
-	case err != nil:
-	case ok:
-		err = root.Mkdir(rp, perm)
-	default:
-		err = f.base.Mkdir(r.target(), perm)
-	}
-	return f.renameErr(err, "mkdir", name)
+	return f.carryOut(r, "mkdir", name,
+		func(root *os.Root, p string) error { return root.Mkdir(p, perm) },
+		func(p string) error { return f.base.Mkdir(p, perm) })
 }
 
 // MkdirAll creates name and every missing parent. Each directory it would
@@ -291,15 +285,9 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	if err := f.check(ev, req); err != nil {
 		return pathErr("mkdir", name, err)
 	}
-	root, rp, ok, err := f.inRootR(r)
-	switch {
-	case err != nil:
-	case ok:
-		err = root.MkdirAll(rp, perm)
-	default:
-		err = f.base.MkdirAll(r.target(), perm)
-	}
-	return f.renameErr(err, "mkdir", name)
+	return f.carryOut(r, "mkdir", name,
+		func(root *os.Root, p string) error { return root.MkdirAll(p, perm) },
+		func(p string) error { return f.base.MkdirAll(p, perm) })
 }
 
 // Remove removes the entry name itself (a final symbolic link is removed,
@@ -318,15 +306,7 @@ func (f *Fs) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	root, rp, ok, err := f.inRootR(r)
-	switch {
-	case err != nil:
-	case ok:
-		err = root.Remove(rp)
-	default:
-		err = f.base.Remove(r.target())
-	}
-	return f.renameErr(err, "remove", name)
+	return f.carryOut(r, "remove", name, (*os.Root).Remove, f.base.Remove)
 }
 
 // RemoveAll removes name and everything under it. Every entry it would
@@ -360,15 +340,7 @@ func (f *Fs) RemoveAll(name string) error {
 	if err := f.check(ev, req); err != nil {
 		return pathErr("removeall", name, err)
 	}
-	root, rp, ok, err := f.inRootR(r)
-	switch {
-	case err != nil:
-	case ok:
-		err = root.RemoveAll(rp)
-	default:
-		err = f.base.RemoveAll(r.target())
-	}
-	return f.renameErr(err, "removeall", name)
+	return f.carryOut(r, "removeall", name, (*os.Root).RemoveAll, f.base.RemoveAll)
 }
 
 // walkTree calls fn for every entry below dir, without following symbolic
@@ -625,6 +597,14 @@ func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBa
 	if err != nil {
 		return err
 	}
+	return f.carryOut(r, opName, name, inRoot, onBase)
+}
+
+// carryOut performs an allowed mutation of r: through the os.Root of the
+// deepest write root holding it (path relative to that root), or on the
+// base with the resolved path when no root does (a call a host callback or
+// Warn mode let through). Errors carry the caller's name.
+func (f *Fs) carryOut(r resolved, opName, name string, inRoot func(*os.Root, string) error, onBase func(string) error) error {
 	root, rp, ok, err := f.inRootR(r)
 	switch {
 	case err != nil:
