@@ -310,16 +310,6 @@ func TestCheckPathDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestProtectsName(t *testing.T) {
-	p := mustPolicy(t, Spec{})
-	if r, ok := p.ProtectsName("/w/.git/hooks"); !ok || r.Pattern != ".git/hooks" {
-		t.Fatalf("ProtectsName(.git/hooks) = %v, %v", r, ok)
-	}
-	if _, ok := p.ProtectsName("/w/src"); ok {
-		t.Fatal("ProtectsName(/w/src) = true")
-	}
-}
-
 func TestDecisionStrings(t *testing.T) {
 	p := mustPolicy(t, Spec{})
 	d := p.CheckPath(OpWrite, "/w/.bashrc", "")

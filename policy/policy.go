@@ -309,12 +309,3 @@ func (p *Policy) DotRoot() bool { return p.dot != nil }
 
 // Rules returns every rule of the policy, built-in ones included, in order.
 func (p *Policy) Rules() []*Rule { return append([]*Rule(nil), p.rules...) }
-
-// ProtectsName reports whether the clean absolute path is write-protected by
-// a name pattern or a protected path. It lets callers (Landlock rules, exec
-// directories) ask without making a full decision.
-func (p *Policy) ProtectsName(path string) (*Rule, bool) {
-	var m match
-	p.ix.walk(path, &m)
-	return m.writeDeny, m.writeDeny != nil
-}
