@@ -34,6 +34,7 @@ type Event struct {
 	scope    *Scope
 	frames   []runtime.Frame
 	captured bool
+	recorded *callerPCs // the requester's stack, when the call runs on its behalf
 }
 
 // ScopeID identifies the scope the call was made in.
@@ -59,7 +60,11 @@ func (e *Event) ScopeEntered() string {
 func (e *Event) Frames() []runtime.Frame {
 	if !e.captured {
 		e.captured = true
-		e.frames = callerStack(e.PassOver...)
+		if r := e.recorded; r != nil {
+			e.frames = callerFrames(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...))
+		} else {
+			e.frames = callerStack(e.PassOver...)
+		}
 	}
 	return e.frames
 }

@@ -48,8 +48,14 @@ const pipelineEntry = "github.com/auditguard/auditguard/audit.(*Scope).Check"
 func callerStack(skip ...string) []runtime.Frame {
 	var pcs [64]uintptr
 	n := runtime.Callers(2, pcs[:])
+	return callerFrames(pcs[:n], skip)
+}
+
+// callerFrames symbolizes pcs and keeps the caller's frames, as callerStack
+// describes.
+func callerFrames(pcs []uintptr, skip []string) []runtime.Frame {
 	var all []runtime.Frame
-	it := runtime.CallersFrames(pcs[:n])
+	it := runtime.CallersFrames(pcs)
 	entry := -1
 	for {
 		f, more := it.Next()
@@ -111,17 +117,27 @@ func funcName(fn any) string {
 
 type callerKey struct{}
 
+// callerPCs is a stack recorded by WithCallerStack, symbolized only when an
+// event's frames are asked for.
+type callerPCs struct {
+	pcs  []uintptr
+	skip []string
+}
+
 // WithCallerStack records the current goroutine's caller stack in ctx, for
 // facades whose guarded call runs on another goroutine on this one's behalf
 // (net/http dials from its connection pool). Events checked with the
 // returned context report these frames as the caller's. Frames whose
 // function starts with one of skip ("net/http.") are passed over like the
-// library's own.
+// library's own. Only the program counters are taken here; they are turned
+// into frames when a denial or a callback needs them.
 func WithCallerStack(ctx context.Context, skip ...string) context.Context {
-	return context.WithValue(ctx, callerKey{}, callerStack(skip...))
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(2, pcs)
+	return context.WithValue(ctx, callerKey{}, &callerPCs{pcs: pcs[:n], skip: skip})
 }
 
-func callerStackFrom(ctx context.Context) ([]runtime.Frame, bool) {
-	fs, ok := ctx.Value(callerKey{}).([]runtime.Frame)
-	return fs, ok
+func callerPCsFrom(ctx context.Context) *callerPCs {
+	cp, _ := ctx.Value(callerKey{}).(*callerPCs)
+	return cp
 }

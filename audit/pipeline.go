@@ -54,9 +54,7 @@ func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
 	ev.scope = s
 	ev.Data = st.data
 	ev.Call = CallFrom(ctx)
-	if fs, ok := callerStackFrom(ctx); ok && !ev.captured {
-		ev.frames, ev.captured = fs, true
-	}
+	ev.recorded = callerPCsFrom(ctx)
 
 	skipRescue := false
 	decided := false
