@@ -44,6 +44,19 @@ type ExecSpec struct {
 	// TCP ports (Landlock ABI 4+). On an older ABI it is a Start error with
 	// RequireLandlock and a recorded downgrade otherwise.
 	DenyNetwork bool
+	// NoSandbox runs children without the namespace sandbox (user, mount,
+	// pid, ipc and net namespaces, masks, the file-call supervisor): only
+	// Landlock and the cgroup confine them, as before the sandbox existed.
+	NoSandbox bool
+	// RequireSandbox makes a start fail, spawning nothing, when the
+	// sandbox cannot be built on this host (no user namespaces) instead of
+	// falling back to Landlock and cgroups.
+	RequireSandbox bool
+	// HostNetwork keeps sandboxed children in the host's network
+	// namespace. By default they get an empty one: only loopback, plus the
+	// loopback TCP ports net rules allow, forwarded and decided again per
+	// connection.
+	HostNetwork bool
 	// NoCgroup skips the per-command cgroup v2: starts are cheaper, but a
 	// child that left its process group (setsid) survives the kill.
 	NoCgroup bool
@@ -70,6 +83,15 @@ type ExecLimits struct {
 	FileSize     uint64 // RLIMIT_FSIZE, bytes
 	AddressSpace uint64 // RLIMIT_AS, bytes
 	OpenFiles    uint64 // RLIMIT_NOFILE
+	// Processes caps the processes and threads alive at once in the
+	// command's whole tree (the cgroup pids controller); a fork past it
+	// fails with EAGAIN. The sandbox uses 512 when it is 0; there is no
+	// "unlimited" value: a host that wants none sets ExecSpec.NoCgroup.
+	Processes uint64
+	// MemoryBytes caps the memory of the command's whole tree (the cgroup
+	// memory controller; swap too where the kernel accounts it); past it
+	// the kernel reclaims, then kills a member. 0: no limit.
+	MemoryBytes uint64
 }
 
 // DefaultExecPath is the search path when ExecSpec.Path is empty.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -580,4 +581,46 @@ func (p *Policy) NetRuleCount() int {
 		n += len(rs)
 	}
 	return n
+}
+
+// maxForwardRange bounds how many ports one rule's range may contribute to
+// LoopbackPorts: a sandbox listens on each, so "1-65535" is not forwarded.
+const maxForwardRange = 256
+
+// LoopbackPorts lists the TCP ports that allowing connect rules open on
+// loopback addresses (a CIDR rule inside 127.0.0.0/8 or ::1/128), for the
+// sandbox to forward. Ranges wider than 256 ports and rules for every port
+// are not listed; skipped says so. Every connection through a forward is
+// decided again with CheckDial.
+func (p *Policy) LoopbackPorts() (ports []uint16, skipped bool) {
+	seen := map[uint16]bool{}
+	loop4, loop6 := netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")
+	for _, r := range p.net.addrs {
+		if r.deny || r.listen || r.kind != netTCP {
+			continue
+		}
+		pf := r.prefix.Masked()
+		inside4 := pf.Addr().Is4() && pf.Bits() >= loop4.Bits() && loop4.Contains(pf.Addr())
+		if !inside4 && pf != loop6 {
+			continue
+		}
+		if len(r.ports) == 0 {
+			skipped = true
+			continue
+		}
+		for _, pr := range r.ports {
+			if int(pr.hi)-int(pr.lo) >= maxForwardRange {
+				skipped = true
+				continue
+			}
+			for port := int(pr.lo); port <= int(pr.hi); port++ {
+				if !seen[uint16(port)] {
+					seen[uint16(port)] = true
+					ports = append(ports, uint16(port))
+				}
+			}
+		}
+	}
+	slices.Sort(ports)
+	return ports, skipped
 }

@@ -17,6 +17,9 @@ type Policy struct {
 	readRoots    []string
 	dot          *Rule // the "." write root, when configured
 	hasReadRoots bool
+	// readDeny and protected are the entries as indexed: absolute paths
+	// with "~" expanded (both spellings), and name patterns as given.
+	readDeny, protected []string
 	exec         execRules // exec.go
 	net          netRules  // net.go
 }
@@ -221,6 +224,7 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 				return err
 			}
 			for _, ap := range paths {
+				p.addFileEntry(e.kind, ap)
 				ib.addPrefix(ap, func(pe *prefixEntry) {
 					if e.kind == KindReadDeny {
 						setOnce(&pe.readDeny, r)
@@ -231,6 +235,7 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 			}
 			return nil
 		}
+		p.addFileEntry(e.kind, v)
 		return ib.addName(v, func(ne *nameEntry) {
 			if e.kind == KindReadDeny {
 				setOnce(&ne.readDeny, r)
@@ -296,6 +301,35 @@ func appendUnique(s []string, v string) []string {
 		}
 	}
 	return append(s, v)
+}
+
+func (p *Policy) addFileEntry(k RuleKind, v string) {
+	if k == KindReadDeny {
+		p.readDeny = appendUnique(p.readDeny, v)
+	} else {
+		p.protected = appendUnique(p.protected, v)
+	}
+}
+
+// FileSpec returns the policy's filesystem rules in a form that rebuilds an
+// equivalent policy with New, in another process: roots and absolute entries
+// expanded and canonical, the "." root replaced by cwd (dropped when cwd is
+// empty), protected entries complete (built-in ones included, so
+// ReplaceProtected is set). Exec and net rules are not part of it. The
+// sandbox uses it to judge a child's file calls with the same rules.
+func (p *Policy) FileSpec(cwd string) Spec {
+	s := Spec{
+		WriteRoots:       append([]string(nil), p.writeRoots...),
+		ReadRoots:        append([]string(nil), p.readRoots...),
+		ReadDeny:         append([]string(nil), p.readDeny...),
+		Protected:        append([]string(nil), p.protected...),
+		ReplaceProtected: true,
+		Source:           "sandbox",
+	}
+	if p.dot != nil && cwd != "" {
+		s.WriteRoots = appendUnique(s.WriteRoots, cwd)
+	}
+	return s
 }
 
 // WriteRoots returns the absolute write roots, every spelling, without ".".

@@ -5,11 +5,12 @@ package landlock
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/auditguard/auditguard/procguard/internal/thread"
 )
 
 var (
@@ -59,31 +60,13 @@ func Start(rs *Ruleset, start func() error) (Status, error) {
 	return r.st, r.err
 }
 
-// onSpareThread runs fn on a new goroutine locked to an OS thread that is
-// not the process's main thread, and never unlocks it: when fn returns,
-// the runtime terminates the thread instead of reusing it. The main thread
-// is avoided because Go cannot terminate it (a locked goroutine exiting on
-// it wedges it instead) and because, as the thread group leader, its
-// Landlock domain is the one other processes see when they signal the host.
-func onSpareThread(fn func()) {
-	go func() {
-		runtime.LockOSThread()
-		if unix.Gettid() != unix.Getpid() {
-			fn()
-			return // still locked: the thread is discarded
-		}
-		// On the main thread: keep it while another goroutine, which
-		// therefore cannot run here, takes a different thread.
-		locked := make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
-			close(locked)
-			fn()
-		}()
-		<-locked
-		runtime.UnlockOSThread() // the main thread was never restricted
-	}()
-}
+// onSpareThread runs fn on a discarded, non-main locked thread.
+func onSpareThread(fn func()) { thread.Spare(fn) }
+
+// RestrictThread applies rs to the calling thread, which the caller has
+// locked (runtime.LockOSThread) and will never hand back to the runtime:
+// a sandbox's last step before exec uses it. no_new_privs is set too.
+func (rs *Ruleset) RestrictThread() (Status, error) { return rs.restrictThread() }
 
 type rulesetAttr struct {
 	handledFS  uint64
