@@ -39,12 +39,12 @@ import (
 // execKeys are the keys [exec] accepts.
 var execKeys = []string{"allow", "deny", "path", "env", "home", "tmp_dir", "timeout", "max_timeout",
 	"limits", "output_limit", "dir_in_read_roots", "require_landlock", "no_landlock", "deny_network",
-	"no_cgroup", "landlock_exec_any"}
+	"no_cgroup", "landlock_exec_any", "no_sandbox", "require_sandbox", "host_network"}
 
 var (
 	execAllowKeys  = []string{"program", "args", "env", "match", "no_match"}
 	execDenyKeys   = []string{"program", "args", "match", "no_match"}
-	execLimitsKeys = []string{"cpu_seconds", "file_size", "address_space", "open_files"}
+	execLimitsKeys = []string{"cpu_seconds", "file_size", "address_space", "open_files", "processes", "memory"}
 )
 
 // execFile is a decoded [exec] table: the spec and where its parts are
@@ -71,6 +71,9 @@ var execSwitches = []execSwitch{
 	{"deny_network", func(s *ExecSpec) *bool { return &s.DenyNetwork }, true},
 	{"no_cgroup", func(s *ExecSpec) *bool { return &s.NoCgroup }, false},
 	{"landlock_exec_any", func(s *ExecSpec) *bool { return &s.LandlockExecAny }, false},
+	{"no_sandbox", func(s *ExecSpec) *bool { return &s.NoSandbox }, false},
+	{"require_sandbox", func(s *ExecSpec) *bool { return &s.RequireSandbox }, true},
+	{"host_network", func(s *ExecSpec) *bool { return &s.HostNetwork }, false},
 }
 
 // execLimit is one field of ExecLimits.
@@ -84,6 +87,8 @@ var execLimitFields = []execLimit{
 	{"file_size", func(l *ExecLimits) *uint64 { return &l.FileSize }},
 	{"address_space", func(l *ExecLimits) *uint64 { return &l.AddressSpace }},
 	{"open_files", func(l *ExecLimits) *uint64 { return &l.OpenFiles }},
+	{"processes", func(l *ExecLimits) *uint64 { return &l.Processes }},
+	{"memory", func(l *ExecLimits) *uint64 { return &l.MemoryBytes }},
 }
 
 // decodeExec reads the [exec] table.
@@ -376,8 +381,8 @@ func (ws execFile) alone(op execFile) ExecSpec {
 //   - timeout, max_timeout, output_limit and limits may only get smaller
 //     (a value the operator leaves unlimited may be set);
 //   - switches only in the stricter direction (require_landlock,
-//     deny_network on; dir_in_read_roots, no_landlock, no_cgroup,
-//     landlock_exec_any off). Turning on a Landlock requirement turns
+//     deny_network, require_sandbox on; dir_in_read_roots, no_landlock,
+//     no_cgroup, landlock_exec_any, no_sandbox, host_network off). Turning on a Landlock requirement turns
 //     no_landlock off.
 //
 // Violations are reported through d (the workspace file) with the

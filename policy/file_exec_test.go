@@ -276,6 +276,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"relative path entry", "[exec]\npath = [\"/bin\", \"bin\"]\n", "exec.path", 2, "must be absolute", ""},
 		{"relative home", "[exec]\nhome = \"home\"\n", "exec.home", 2, "not an absolute path", ""},
 		{"negative limit", "[exec.limits]\nopen_files = -1\n", "exec.limits.open_files", 2, "must not be negative", ""},
+		{"no unlimited processes", "[exec.limits]\nprocesses = -1\n", "exec.limits.processes", 2, "must not be negative", ""},
 		{"bad env name", "[exec]\nenv = [\"A=B\"]\n", "exec.env", 2, "want a variable name", ""},
 		{"removed opt-in", "[exec]\nlandlock_exec_only_allowed = true\n", "exec.landlock_exec_only_allowed", 2, "the default now", ""},
 		{"landlock contradiction", "[exec]\nrequire_landlock = true\nno_landlock = true\n", "exec.no_landlock", 3, "contradicts", ""},
@@ -502,5 +503,44 @@ func TestLayersExecAnyTurnedOff(t *testing.T) {
 		if got := f.Policy.Exec().LandlockExecAny; got != tt.want {
 			t.Errorf("%q: LandlockExecAny = %v, want %v", tt.workspace, got, tt.want)
 		}
+	}
+}
+
+// TestLayersExecTreeLimits: processes and memory load into ExecLimits and,
+// like the rlimits, a workspace layer may only lower them.
+func TestLayersExecTreeLimits(t *testing.T) {
+	const operator = "[fs]\nwrite_roots = [\"$WORK\"]\n\n[exec.limits]\nprocesses = 256\nmemory = 268435456\n"
+	tests := []struct {
+		name      string
+		workspace string
+		want      ExecLimits // when msg is ""
+		key, msg  string
+	}{
+		{"kept", "# nothing about exec\n", ExecLimits{Processes: 256, MemoryBytes: 256 << 20}, "", ""},
+		{"processes lowered", "[exec.limits]\nprocesses = 64\n", ExecLimits{Processes: 64, MemoryBytes: 256 << 20}, "", ""},
+		{"memory lowered", "[exec.limits]\nmemory = 33554432\n", ExecLimits{Processes: 256, MemoryBytes: 32 << 20}, "", ""},
+		{"processes raised", "[exec.limits]\nprocesses = 1000\n", ExecLimits{}, "exec.limits.processes", "cannot raise it from 256 to 1000"},
+		{"processes removed", "[exec.limits]\nprocesses = 0\n", ExecLimits{}, "exec.limits.processes", "cannot raise it from 256 to 0 (unlimited)"},
+		{"memory raised", "[exec.limits]\nmemory = 1073741824\n", ExecLimits{}, "exec.limits.memory", "cannot raise it from 268435456 to 1073741824"},
+		{"memory removed", "[exec.limits]\nmemory = 0\n", ExecLimits{}, "exec.limits.memory", "cannot raise it from 268435456 to 0 (unlimited)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newLayerEnv(t, operator)
+			f, err := e.load(t, tt.workspace)
+			if tt.msg == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := f.Policy.Exec().Limits; got != tt.want {
+					t.Errorf("limits = %+v, want %+v", got, tt.want)
+				}
+				return
+			}
+			if f != nil {
+				t.Fatal("a widening workspace layer was loaded")
+			}
+			assertProblem(t, err, tt.key, 2, tt.msg, "")
+		})
 	}
 }

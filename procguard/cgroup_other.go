@@ -2,17 +2,41 @@
 
 package procguard
 
-import "syscall"
+import (
+	"sync"
+	"syscall"
+)
 
-// cgroup is Linux-only; elsewhere there is none.
+// Outside Linux there are no cgroups: a command is killed through its
+// process group only, and no limit is shared by its tree.
+
 type cgroup struct {
 	dir string
 	fd  int
 }
 
-func newCgroup() (*cgroup, string)            { return nil, "cgroups are Linux-only" }
+const cgLinuxOnly = "cgroups are Linux-only"
+
+// The discovery state export_test.go switches off; there is nothing to
+// discover here.
+var (
+	cgOnce          sync.Once
+	cgParent, cgWhy string
+)
+
+func findCgroupParent() {}
+
+func newCgroup(l cgroupLimits) (*cgroup, cgroupStatus) {
+	return nil, missingStatus(l, whyLinuxOnly, cgLinuxOnly)
+}
+
+func newCgroupLegacy() (*cgroup, string) { return nil, cgLinuxOnly }
+
 func (g *cgroup) attach(*syscall.SysProcAttr) {}
+func (g *cgroup) join(pid int) error          { return nil }
 func (g *cgroup) closeFD()                    {}
 func (g *cgroup) kill()                       {}
+func (g *cgroup) populated() bool             { return false }
+func (g *cgroup) killIfPopulated()            {}
 func (g *cgroup) drain()                      {}
 func (g *cgroup) remove()                     {}
