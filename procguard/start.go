@@ -101,7 +101,7 @@ func (c *Cmd) Start() error {
 	var cg *cgroup
 	cgNote := "disabled by the policy (ExecSpec.NoCgroup)"
 	if !spec.NoCgroup {
-		cg, cgNote = newCgroup()
+		cg, cgNote = newCgroupLegacy()
 	}
 	if cg != nil {
 		cg.attach(x.SysProcAttr)
