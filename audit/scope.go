@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/auditguard/auditguard/policy"
@@ -17,6 +18,13 @@ type Scope struct {
 	restrict []*policy.Policy // narrowing policies, outermost first
 	entered  string           // "file.go:12 pkg.Func" of the Enter call
 	closed   atomic.Bool
+
+	// done is closed when this scope or one it is nested in is released;
+	// children are the open scopes nested in this one, closed with it.
+	mu       sync.Mutex
+	done     chan struct{}
+	isDone   bool
+	children map[*Scope]struct{}
 }
 
 type scopeKey struct{}
@@ -48,12 +56,13 @@ func (g *Guard) Enter(ctx context.Context) (context.Context, func(), error) {
 	if outer != nil && outer.g != g {
 		return ctx, func() {}, outer.selfProtect(ctx, "Enter of another guard")
 	}
-	s := &Scope{g: g, id: scopeIDs.Add(1), parent: outer, entered: callerSite()}
+	s := &Scope{g: g, id: scopeIDs.Add(1), parent: outer, entered: callerSite(), done: make(chan struct{})}
 	if outer != nil {
 		if err := outer.Err(); err != nil {
 			return ctx, func() {}, err
 		}
 		s.restrict = outer.restrict
+		outer.adopt(s)
 	}
 	return context.WithValue(ctx, scopeKey{}, s), s.release, nil
 }
@@ -75,11 +84,62 @@ func Restrict(ctx context.Context, p *policy.Policy) (context.Context, func(), e
 	}
 	r := make([]*policy.Policy, 0, len(outer.restrict)+1)
 	r = append(append(r, outer.restrict...), p)
-	s := &Scope{g: outer.g, id: scopeIDs.Add(1), parent: outer, restrict: r, entered: callerSite()}
+	s := &Scope{g: outer.g, id: scopeIDs.Add(1), parent: outer, restrict: r, entered: callerSite(), done: make(chan struct{})}
+	outer.adopt(s)
 	return context.WithValue(ctx, scopeKey{}, s), s.release, nil
 }
 
-func (s *Scope) release() { s.closed.Store(true) }
+func (s *Scope) release() {
+	s.closed.Store(true)
+	s.finish()
+	if s.parent != nil {
+		s.parent.mu.Lock()
+		delete(s.parent.children, s)
+		s.parent.mu.Unlock()
+	}
+}
+
+// adopt links an open nested scope, so releasing s ends it too.
+func (s *Scope) adopt(child *Scope) {
+	s.mu.Lock()
+	if s.isDone {
+		s.mu.Unlock()
+		child.finish()
+		return
+	}
+	if s.children == nil {
+		s.children = map[*Scope]struct{}{}
+	}
+	s.children[child] = struct{}{}
+	s.mu.Unlock()
+}
+
+// finish closes done, here and in every nested scope.
+func (s *Scope) finish() {
+	s.mu.Lock()
+	if s.isDone {
+		s.mu.Unlock()
+		return
+	}
+	s.isDone = true
+	close(s.done)
+	kids := s.children
+	s.children = nil
+	s.mu.Unlock()
+	for k := range kids {
+		k.finish()
+	}
+}
+
+// Done returns a channel that is closed when the scope, or a scope it is
+// nested in, is released: procguard kills the children started in it then.
+// A nil scope returns nil (never closed).
+func (s *Scope) Done() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.done
+}
 
 // ID identifies the scope in events and records.
 func (s *Scope) ID() uint64 { return s.id }

@@ -20,8 +20,8 @@ type Policy struct {
 	// readDeny and protected are the entries as indexed: absolute paths
 	// with "~" expanded (both spellings), and name patterns as given.
 	readDeny, protected []string
-	exec         execRules // exec.go
-	net          netRules  // net.go
+	exec                execRules // exec.go
+	net                 netRules  // net.go
 }
 
 // Spec is the code-built form of a policy's filesystem rules.

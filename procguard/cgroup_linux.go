@@ -462,17 +462,6 @@ func newCgroup(l cgroupLimits) (*cgroup, cgroupStatus) {
 	}
 }
 
-// newCgroupLegacy serves callers that do not join v1 directories yet: it
-// returns only a cgroup with a v2 directory (a v1 one would hold nothing).
-func newCgroupLegacy() (*cgroup, string) {
-	g, st := newCgroup(cgroupLimits{})
-	if g != nil && g.v2 == "" {
-		g.remove()
-		return nil, "no usable cgroup v2 (" + st.String() + ")"
-	}
-	return g, st.String()
-}
-
 // makeCgroup makes the directories of shape sh. An error is a failure of
 // the v2 directory; a failed v1 directory is recorded in fails and left
 // out. It returns nil when no directory could be made.

@@ -30,8 +30,6 @@ func newCgroup(l cgroupLimits) (*cgroup, cgroupStatus) {
 	return nil, missingStatus(l, whyLinuxOnly, cgLinuxOnly)
 }
 
-func newCgroupLegacy() (*cgroup, string) { return nil, cgLinuxOnly }
-
 func (g *cgroup) attach(*syscall.SysProcAttr) {}
 func (g *cgroup) join(pid int) error          { return nil }
 func (g *cgroup) closeFD()                    {}

@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/auditguard/auditguard/procguard/landlock"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // Cmd is a guarded command, shaped like exec.Cmd. Set its fields before
@@ -46,6 +48,10 @@ type Cmd struct {
 
 	// Confinement says what was enforced on the child; set by Start.
 	Confinement Confinement
+	// Signal is the signal that killed the program inside the sandbox, 0
+	// when it exited. ProcessState is the sandbox init's, which reports
+	// such a death as exit code 128+Signal (as shells do).
+	Signal syscall.Signal
 
 	ctx     context.Context
 	x       *exec.Cmd
@@ -55,11 +61,16 @@ type Cmd struct {
 	outW, errW                      *capWriter
 	closeAfterStart, closeAfterWait []io.Closer
 
-	sup *supervisor
+	sup     *supervisor
+	sandbox *sandbox.Launch
 }
 
 // Confinement is exactly what Start enforced on a child.
 type Confinement struct {
+	// Sandbox is what the namespace sandbox enforced (nil when the child
+	// ran without it), and SandboxNote why it is missing.
+	Sandbox     *sandbox.Report
+	SandboxNote string
 	// Landlock is the domain applied ("none" when none), and LandlockNote
 	// why it is missing or what it cannot cover.
 	Landlock     landlock.Status

@@ -111,3 +111,47 @@ func procStat(pid int) (state string, pgid int, ok bool) {
 	}
 	return f[0], pg, true
 }
+
+// hostPid maps a pid a sandboxed child printed (a pid in the sandbox's pid
+// namespace ns) to the host's pid of the same process; 0 when none.
+func hostPid(ns string, nspid int) int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				fs := strings.Fields(f)
+				if len(fs) > 0 && fs[len(fs)-1] == strconv.Itoa(nspid) {
+					return pid
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// namespaceMembers lists the live processes of pid namespace ns.
+func namespaceMembers(ns string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

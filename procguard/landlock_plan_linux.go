@@ -74,6 +74,42 @@ next:
 	return out
 }
 
+// runtimeMinimum is what a program needs to load and run when the policy
+// has read roots: the dynamic loader's cache and library directories, and
+// the sandbox's own /proc. The programs themselves and their interpreters
+// are granted one by one (executables).
+var runtimeMinimum = []string{
+	"/etc/ld.so.cache", "/lib", "/lib64", "/lib32", "/usr/lib", "/usr/lib64", "/usr/lib32", "/proc",
+}
+
+// readableRoots returns the read roots every policy of the scope allows
+// reading from, and false when no policy has read roots (reads are then
+// allowed everywhere outside read-deny).
+func readableRoots(pr *prepared) ([]string, bool) {
+	var cand []string
+	limited := false
+	for _, p := range pr.pols {
+		if rr := p.ReadRoots(); len(rr) > 0 {
+			limited = true
+			cand = append(cand, rr...)
+		}
+	}
+	if !limited {
+		return nil, false
+	}
+	var out []string
+next:
+	for _, r := range cand {
+		for _, p := range pr.pols {
+			if d := p.CheckPath(policy.OpRead, r, pr.cwd); !d.Allowed {
+				continue next
+			}
+		}
+		out = append(out, r)
+	}
+	return out, true
+}
+
 // landlockRuleset builds the child's ruleset, or nil with a note when there
 // is none; an error when the policy requires Landlock and it is missing.
 func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
@@ -105,7 +141,19 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 			rs.Rules = append(rs.Rules, landlock.Rule{Path: prog, Access: landlock.Execute | landlock.ReadFile})
 		}
 	}
-	rs.Rules = append(rs.Rules, landlock.Rule{Path: "/", Access: everywhere})
+	if roots, ok := readableRoots(pr); ok {
+		// Reads are limited to the read roots: nothing is readable
+		// everywhere, and what a program needs to load is granted by name.
+		for _, r := range append(roots, runtimeMinimum...) {
+			if landlock.Exists(r) {
+				rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: everywhere})
+			}
+		}
+		everywhere = 0
+	}
+	if everywhere != 0 {
+		rs.Rules = append(rs.Rules, landlock.Rule{Path: "/", Access: everywhere})
+	}
 	for _, r := range writableRoots(pr) {
 		rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: writable})
 	}

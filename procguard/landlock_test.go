@@ -254,12 +254,13 @@ func TestLandlockExecEnvShebang(t *testing.T) {
 }
 
 // TestLandlockChildCannotSignalHost: from ABI 6 the child's domain is
-// scoped for signals, so generated code cannot kill the agent host.
+// scoped for signals, so generated code cannot kill the agent host. (In
+// the sandbox the host is not even visible: this tests the fallback.)
 func TestLandlockChildCannotSignalHost(t *testing.T) {
 	if abi := needLandlock(t); abi < 6 {
 		t.Skipf("Landlock ABI %d has no signal scoping (needs 6)", abi)
 	}
-	e := setup(t, policy.ExecSpec{Rules: allow("sh", "sleep")})
+	e := setup(t, policy.ExecSpec{Rules: allow("sh", "sleep"), NoSandbox: true})
 	c := procguard.CommandContext(e.ctx, "sh", "-c", `kill -0 "$1"`, "sh", strconv.Itoa(os.Getpid()))
 	c.Dir = e.dir
 	out, err := c.CombinedOutput()
@@ -279,7 +280,9 @@ func TestLandlockChildCannotSignalHost(t *testing.T) {
 }
 
 // TestLandlockDenyNetwork: with ExecSpec.DenyNetwork a child cannot connect
-// to a loopback server that an unrestricted child reaches.
+// to a loopback server that an unrestricted child reaches. The sandbox's
+// network namespace would hide the server anyway: this tests Landlock's
+// own TCP rule, in the host's network.
 func TestLandlockDenyNetwork(t *testing.T) {
 	if abi := needLandlock(t); abi < 4 {
 		t.Skipf("Landlock ABI %d cannot restrict TCP (needs 4)", abi)
@@ -303,7 +306,7 @@ func TestLandlockDenyNetwork(t *testing.T) {
 	}()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	for _, deny := range []bool{false, true} {
-		e := setup(t, policy.ExecSpec{Rules: allow("bash"), DenyNetwork: deny})
+		e := setup(t, policy.ExecSpec{Rules: allow("bash"), DenyNetwork: deny, HostNetwork: true})
 		c := procguard.CommandContext(e.ctx, "bash", "-c", `echo hi > "/dev/tcp/127.0.0.1/$1"`, "bash", port)
 		c.Dir = e.dir
 		out, err := c.CombinedOutput()

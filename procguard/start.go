@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/auditguard/auditguard/policy"
-	"github.com/auditguard/auditguard/procguard/landlock"
 )
 
 // Start checks the command against the guard scope and, when allowed,
@@ -99,36 +98,19 @@ func (c *Cmd) Start() error {
 	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	var cg *cgroup
-	cgNote := "disabled by the policy (ExecSpec.NoCgroup)"
-	if !spec.NoCgroup {
-		cg, cgNote = newCgroupLegacy()
+	if spec.NoCgroup {
+		c.Confinement.CgroupNote = "disabled by the policy (ExecSpec.NoCgroup)"
+	} else {
+		var st cgroupStatus
+		cg, st = newCgroup(cgroupLimitsOf(spec.Limits))
+		c.Confinement.CgroupNote = st.String()
 	}
 	if cg != nil {
 		cg.attach(x.SysProcAttr)
 		c.Confinement.Cgroup = cg.dir
 	}
-	c.Confinement.CgroupNote = cgNote
-
-	rs, note, err := c.landlockRuleset(pr)
-	c.Confinement.LandlockNote = note
+	x, err := c.launch(pr, x, cg, env)
 	if err != nil {
-		cg.remove()
-		c.closeAll(c.closeAfterStart, c.closeAfterWait)
-		return err
-	}
-	if rs != nil {
-		st, err := landlock.StartReused(rs, x.Start)
-		c.Confinement.Landlock = st
-		if err != nil {
-			cg.remove()
-			c.closeAll(c.closeAfterStart, c.closeAfterWait)
-			if x.Process == nil {
-				// The event promised this confinement; never run without it.
-				return fmt.Errorf("procguard: %w", err)
-			}
-			return err
-		}
-	} else if err := x.Start(); err != nil {
 		cg.remove()
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		return err
@@ -139,7 +121,9 @@ func (c *Cmd) Start() error {
 	c.closeAll(c.closeAfterStart)
 	c.closeAfterStart = nil
 
-	c.Confinement.Rlimits = applyLimits(x.Process.Pid, spec.Limits)
+	if c.sandbox == nil {
+		c.Confinement.Rlimits = applyLimits(x.Process.Pid, spec.Limits)
+	}
 
 	timeout := spec.Timeout
 	if c.Timeout > 0 {
@@ -168,6 +152,11 @@ func (c *Cmd) Wait() error {
 	err := c.x.Wait()
 	c.sup.afterReap()
 	c.ProcessState = c.x.ProcessState
+	if c.sandbox != nil {
+		if exit := c.sandbox.Finish(); exit != nil {
+			c.Signal = exit.Signal
+		}
+	}
 	c.sup.cg.drain()
 	c.sup.cg.remove()
 	c.closeAll(c.closeAfterWait)

@@ -2,6 +2,8 @@ package procguard
 
 import (
 	"context"
+
+	"github.com/auditguard/auditguard/audit"
 	"sync"
 	"time"
 )
@@ -25,7 +27,8 @@ type supervisor struct {
 
 func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) *supervisor {
 	s := &supervisor{pid: pid, cg: cg, done: make(chan struct{}), finished: make(chan struct{})}
-	if ctx.Done() == nil && timeout <= 0 {
+	released := audit.From(ctx).Done() // the scope's release kills what it started
+	if ctx.Done() == nil && timeout <= 0 && released == nil {
 		close(s.finished) // nothing to watch
 		return s
 	}
@@ -41,6 +44,8 @@ func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) 
 		case <-s.done:
 		case <-ctx.Done():
 			s.kill(ctx.Err())
+		case <-released:
+			s.kill(audit.ErrScopeClosed)
 		case <-timer:
 			s.kill(ErrTimeout)
 		}

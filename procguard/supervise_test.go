@@ -67,6 +67,14 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 				if err != nil {
 					t.Fatalf("pid line %q", line)
 				}
+				ns := ""
+				if sb := c.Confinement.Sandbox; sb != nil {
+					// The child printed its pid in the sandbox's namespace.
+					ns = sb.PidNamespace
+					if child = hostPid(ns, child); child == 0 {
+						t.Fatalf("pid %s not found in %s", line, ns)
+					}
+				}
 				if !alive(child) {
 					t.Fatalf("background child %d not running", child)
 				}
@@ -113,7 +121,12 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 				if m := groupMembers(t, pg); len(m) > 0 {
 					t.Fatalf("survivors in group %d: %v", pg, m)
 				}
-				if c.Confinement.Cgroup == "" {
+				if ns != "" {
+					if m := namespaceMembers(ns); len(m) > 0 {
+						t.Fatalf("survivors in the sandbox's %s: %v", ns, m)
+					}
+				}
+				if c.Confinement.Cgroup == "" && ns == "" {
 					if lo.name == "setsid" {
 						t.Skipf("no cgroup v2 (%s): setsid escapees are not caught", c.Confinement.CgroupNote)
 					}

@@ -136,6 +136,39 @@ func printRecords(w io.Writer, recs []audit.Record) {
 // printConfinement prints what Start enforced on the child.
 func printConfinement(w io.Writer, c procguard.Confinement) {
 	fmt.Fprintln(w, "confinement:")
+	if sb := c.Sandbox; sb != nil {
+		fmt.Fprintf(w, "  sandbox        %s\n", strings.Join(sb.Namespaces, ", ")+" namespaces")
+		proc := "the host's (shared)"
+		if sb.Proc {
+			proc = "private (only the sandbox's processes)"
+		}
+		fmt.Fprintf(w, "  /proc          %s\n", proc)
+		files := "masks and read-only binds only"
+		if sb.Seccomp {
+			files = "every create, write, delete, rename and link judged by the policy (seccomp)"
+			if sb.SeccompReads {
+				files += "; reads judged against read-deny"
+			}
+		}
+		fmt.Fprintf(w, "  file calls     %s\n", files)
+		fmt.Fprintf(w, "  masked         %d read-denied paths; %d protected paths read-only\n", len(sb.Masked), len(sb.ReadOnly))
+		netw := "host network"
+		if sb.Loopback {
+			netw = "own namespace: loopback only"
+			if len(sb.Forwarded) > 0 {
+				netw += fmt.Sprintf(", host ports %v forwarded", sb.Forwarded)
+			}
+		}
+		fmt.Fprintf(w, "  network        %s\n", netw)
+		if sb.NoCapabilities {
+			fmt.Fprintf(w, "  capabilities   none\n")
+		}
+		for _, n := range sb.Notes {
+			fmt.Fprintf(w, "  sandbox note   %s\n", n)
+		}
+	} else {
+		fmt.Fprintf(w, "  sandbox        none (%s)\n", c.SandboxNote)
+	}
 	fmt.Fprintf(w, "  landlock       %s\n", c.Landlock)
 	if c.LandlockNote != "" {
 		fmt.Fprintf(w, "  landlock note  %s\n", c.LandlockNote)

@@ -1,0 +1,82 @@
+package seccomp
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/auditguard/auditguard/policy"
+)
+
+// Filter says which calls are sent to the supervisor. Always trapped:
+// open, openat (when they ask to write), creat, openat2, mkdir, mkdirat,
+// mknod, mknodat, unlink, unlinkat, rmdir, rename, renameat, renameat2,
+// link, linkat, symlink, symlinkat, truncate, chmod, fchmodat, fchmodat2,
+// chown, lchown, fchownat, utimensat, utimes, utime and futimesat (arm64
+// has only the *at calls and truncate).
+type Filter struct {
+	// Reads also traps open and openat without a write flag (needed when
+	// the policy has read-deny entries). Without it they run unjudged,
+	// with no round trip to the supervisor.
+	Reads bool
+	// UnixConnect traps connect(2), so connecting to a pathname unix
+	// socket can be judged (OpConnect). Other addresses (inet, abstract or
+	// unnamed unix) go on without decide being asked, after a round trip.
+	UnixConnect bool
+}
+
+// Path is one name a call acts on.
+type Path struct {
+	// Name is absolute in the supervisor's view: the name the task passed,
+	// joined to its directory fd's or cwd's path when relative. It is not
+	// symlink-resolved nor cleaned ("..", "." and doubled slashes stay).
+	Name string
+	// FollowFinal reports whether the call follows a symlink in the last
+	// component: true for open without O_NOFOLLOW (and not O_CREAT|O_EXCL),
+	// truncate, chmod, chown, utimes, connect and linkat's old name with
+	// AT_SYMLINK_FOLLOW; false for mkdir, mknod, unlink, rename, symlink,
+	// link, lchown and the *at calls given AT_SYMLINK_NOFOLLOW. A name
+	// standing for a fd itself (AT_EMPTY_PATH, utimensat's NULL name) is
+	// the fd's path and never followed.
+	FollowFinal bool
+}
+
+// Call is one trapped system call, as decide sees it.
+type Call struct {
+	Pid  int    // the calling thread's id, in the supervisor's pid namespace
+	Nr   int    // system call number of the task's architecture
+	Name string // system call name, "openat"
+	// Op is what the call does to Paths: OpRead (open without a write
+	// flag, O_PATH), OpWrite (open with a write flag, creat, mknod,
+	// truncate), OpCreate (mkdir), OpDelete (unlink, rmdir), OpMove
+	// (rename: both names), OpLink (link: both names; symlink: the new
+	// entry), OpAttr (chmod, chown, utimes) or OpConnect.
+	Op policy.Op
+	// Paths holds one name, or two for rename and link (old, then new).
+	Paths []Path
+	// Flags is the call's flags argument: the open flags for the open
+	// family (openat2: open_how.flags; creat: O_CREAT|O_WRONLY|O_TRUNC),
+	// otherwise the AT_* or RENAME_* flags of the calls that take some,
+	// and 0 for the rest.
+	Flags uint64
+	// Target is the link text of symlink and symlinkat (never resolved).
+	Target string
+}
+
+// String renders the call for logs and test failures.
+func (c *Call) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s[%d] %s", c.Name, c.Pid, c.Op)
+	for _, p := range c.Paths {
+		fmt.Fprintf(&b, " %q", p.Name)
+		if p.FollowFinal {
+			b.WriteString("(follow)")
+		}
+	}
+	if c.Target != "" {
+		fmt.Fprintf(&b, " -> %q", c.Target)
+	}
+	if c.Flags != 0 {
+		fmt.Fprintf(&b, " flags=%#x", c.Flags)
+	}
+	return b.String()
+}

@@ -1,0 +1,187 @@
+//go:build amd64 || arm64
+
+package seccomp
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Serve answers notifications on listener until every filtered task is
+// gone (the listener reports POLLHUP) or stop is closed, then closes
+// listener. decide returns 0 to let the call go on, or the errno to fail it
+// with; it runs on Serve's goroutine, one call at a time.
+//
+// A call whose names cannot be read or resolved is failed without asking
+// decide. A notification whose task vanished (it was killed, or a signal
+// withdrew the call, which the kernel then restarts as a new notification)
+// is dropped; a reply the kernel no longer wants is ignored. A stop takes
+// effect between notifications: when Serve returns, calls still waiting
+// fail with ENOSYS, as every later one does.
+//
+// Serve returns nil after POLLHUP or stop, or the error that made it give
+// up (the listener is closed then too).
+func Serve(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno) error {
+	defer unix.Close(listener)
+	s, err := newServer(listener)
+	if err != nil {
+		return err
+	}
+	defer s.t.close()
+
+	// wake becomes readable when stop is closed, so one poll waits for
+	// both.
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("seccomp: %w", os.NewSyscallError("eventfd", err))
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Go(func() {
+		select {
+		case <-stop:
+			unix.Write(wake, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		case <-done:
+		}
+	})
+	defer func() {
+		close(done)
+		wg.Wait() // before wake is closed and its number reused
+		unix.Close(wake)
+	}()
+
+	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return fmt.Errorf("seccomp: %w", os.NewSyscallError("poll", err))
+		}
+		ev := fds[0].Revents
+		switch {
+		case fds[1].Revents != 0:
+			return nil
+		case ev&unix.POLLIN != 0:
+			if err := s.answer(decide); err != nil {
+				return err
+			}
+		case ev&unix.POLLHUP != 0:
+			return nil
+		case ev&(unix.POLLERR|unix.POLLNVAL) != 0:
+			return fmt.Errorf("seccomp: listener fd %d: poll events %#x", listener, ev)
+		}
+	}
+}
+
+// server holds the buffers of one Serve, sized as the kernel says.
+type server struct {
+	fd      int
+	recv    []uint64 // struct seccomp_notif, as large as the kernel's
+	resp    []uint64 // struct seccomp_notif_resp, likewise
+	idValid uintptr  // the SECCOMP_IOCTL_NOTIF_ID_VALID number this kernel takes
+	t       task
+}
+
+// kernelSizes asks the kernel once for its structure sizes.
+var kernelSizes = sync.OnceValues(func() (notifSizes, error) {
+	var sz notifSizes
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_NOTIF_SIZES, 0, uintptr(unsafe.Pointer(&sz)))
+	if e != 0 {
+		return sz, fmt.Errorf("seccomp: %w", os.NewSyscallError("seccomp(SECCOMP_GET_NOTIF_SIZES)", e))
+	}
+	return sz, nil
+})
+
+func newServer(listener int) (*server, error) {
+	sz, err := kernelSizes()
+	if err != nil {
+		return nil, err
+	}
+	words := func(kernel uint16, ours uintptr) []uint64 {
+		n := max(uintptr(kernel), ours)
+		return make([]uint64, (n+7)/8)
+	}
+	s := &server{
+		fd:      listener,
+		recv:    words(sz.notif, unsafe.Sizeof(notif{})),
+		resp:    words(sz.resp, unsafe.Sizeof(notifResp{})),
+		idValid: unix.SECCOMP_IOCTL_NOTIF_ID_VALID,
+	}
+	// Probe the ID_VALID number with an id no notification has: a kernel
+	// that knows the number says ENOENT, one before 5.17 says EINVAL.
+	var id uint64
+	if e := s.ioctl(s.idValid, unsafe.Pointer(&id)); e == unix.EINVAL {
+		s.idValid = ioctlNotifIDValidOld
+	}
+	return s, nil
+}
+
+func (s *server) ioctl(req uintptr, arg unsafe.Pointer) unix.Errno {
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), req, uintptr(arg))
+	return e
+}
+
+// answer receives one notification, names the call, checks the
+// notification is still valid, asks decide and replies.
+func (s *server) answer(decide func(*Call) unix.Errno) error {
+	clear(s.recv) // the kernel wants a zeroed buffer
+	switch e := s.ioctl(unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&s.recv[0])); e {
+	case 0:
+	case unix.EINTR, unix.ENOENT:
+		// Interrupted, or the task was killed after poll saw its call.
+		return nil
+	default:
+		return fmt.Errorf("seccomp: %w", os.NewSyscallError("ioctl(SECCOMP_IOCTL_NOTIF_RECV)", e))
+	}
+	n := (*notif)(unsafe.Pointer(&s.recv[0]))
+	id := n.id
+
+	s.t.reset(n.pid)
+	call, errno := s.t.decode(n)
+	s.t.close()
+	// After the reads: if the notification is still pending, the task
+	// is the one that made the call and was stopped in it throughout, so
+	// what was read is its own. ENOENT: nobody waits for an answer. Any
+	// other error ends Serve rather than leave the task waiting.
+	switch e := s.ioctl(s.idValid, unsafe.Pointer(&id)); e {
+	case 0:
+	case unix.ENOENT:
+		return nil
+	default:
+		return fmt.Errorf("seccomp: %w", os.NewSyscallError("ioctl(SECCOMP_IOCTL_NOTIF_ID_VALID)", e))
+	}
+	if call != nil && errno == 0 {
+		errno = decide(call)
+	}
+	return s.reply(id, errno)
+}
+
+// reply lets call id go on (errno 0) or fails it with errno.
+func (s *server) reply(id uint64, errno unix.Errno) error {
+	clear(s.resp)
+	r := (*notifResp)(unsafe.Pointer(&s.resp[0]))
+	r.id = id
+	if errno == 0 {
+		r.flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	} else {
+		r.error = -int32(errno)
+	}
+	switch e := s.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(r)); e {
+	case 0, unix.ENOENT:
+		// ENOENT: the task was killed or a signal withdrew the call.
+		return nil
+	default:
+		return fmt.Errorf("seccomp: %w", os.NewSyscallError("ioctl(SECCOMP_IOCTL_NOTIF_SEND)", e))
+	}
+}

@@ -1,0 +1,158 @@
+package procguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard/landlock"
+	"github.com/auditguard/auditguard/procguard/sandbox"
+)
+
+// sandboxMissing remembers why this host cannot build the sandbox (no
+// user namespaces), so later starts fall back without trying again.
+var sandboxMissing atomic.Pointer[string]
+
+// launch starts x: inside the sandbox when the policy and host allow it,
+// else under Landlock alone. It returns the exec.Cmd that runs (the
+// sandbox's trampoline, or x itself).
+func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*exec.Cmd, error) {
+	spec := pr.pol.Exec()
+	rs, note, err := c.landlockRuleset(pr)
+	c.Confinement.LandlockNote = note
+	if err != nil {
+		return nil, err
+	}
+	switch why := sandboxMissing.Load(); {
+	case spec.NoSandbox:
+		c.Confinement.SandboxNote = "disabled by the policy (ExecSpec.NoSandbox)"
+	case why != nil:
+		if spec.RequireSandbox {
+			return nil, fmt.Errorf("procguard: the policy requires the sandbox: %s", *why)
+		}
+		c.Confinement.SandboxNote = *why
+	default:
+		base := *x // Command rewrites x; a fallback starts from the original
+		err := c.startSandboxed(pr, x, cg, env, rs)
+		if err == nil || !errors.Is(err, sandbox.ErrUnavailable) {
+			return x, err
+		}
+		why := err.Error()
+		sandboxMissing.Store(&why)
+		if spec.RequireSandbox {
+			return nil, fmt.Errorf("procguard: the policy requires the sandbox: %w", err)
+		}
+		c.Confinement.SandboxNote = why
+		x = &base
+	}
+	if rs != nil {
+		st, err := landlock.StartReused(rs, x.Start)
+		c.Confinement.Landlock = st
+		if err != nil {
+			if x.Process == nil {
+				// The event promised this confinement; never run without it.
+				return nil, fmt.Errorf("procguard: %w", err)
+			}
+			return nil, err
+		}
+		return x, nil
+	}
+	return x, x.Start()
+}
+
+// startSandboxed starts the command in the sandbox built from the scope's
+// policies.
+func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string, rs *landlock.Ruleset) error {
+	es := pr.pol.Exec()
+	spec := &sandbox.Spec{
+		Path:     c.Program,
+		Args:     c.Args,
+		Env:      env,
+		Dir:      pr.req.Dir,
+		Landlock: rs,
+		Rlimits:  rlimitsOf(es.Limits),
+	}
+	for _, p := range pr.pols {
+		spec.Files = append(spec.Files, p.FileSpec(pr.cwd))
+	}
+	switch {
+	case es.HostNetwork:
+		spec.Net.Host = true
+	case !es.DenyNetwork:
+		spec.Net.Forward, _ = pr.pol.LoopbackPorts()
+	}
+	l, err := sandbox.Command(x, spec)
+	if err != nil {
+		return err
+	}
+	var join func(int) error
+	if cg != nil {
+		join = cg.join
+	}
+	if err := l.Start(c.ctx, x, join, c.dialForward); err != nil {
+		return err
+	}
+	c.sandbox = l
+	c.Confinement.Sandbox = l.Report
+	c.Confinement.Landlock = l.Report.Landlock
+	c.Confinement.Rlimits = l.Report.Rlimits
+	return nil
+}
+
+// dialForward dials a loopback port for the sandboxed child: one decision
+// through the pipeline, like a netguard dial, then a dial of the approved
+// literal.
+func (c *Cmd) dialForward(ctx context.Context, network, addr string) (net.Conn, error) {
+	ev := &audit.Event{Protocol: audit.Net, Op: policy.OpConnect, Target: addr,
+		Detail: "forwarded from the sandbox of " + c.String()}
+	req, err := policy.ParseNetRequest(policy.OpConnect, network, addr)
+	if err != nil {
+		if cerr := audit.Check(c.ctx, ev, req); cerr != nil {
+			return nil, cerr
+		}
+		return nil, err
+	}
+	ev.Resolved = req.Host
+	if err := audit.Check(c.ctx, ev, req); err != nil {
+		return nil, err
+	}
+	if !req.IP.IsLoopback() {
+		return nil, fmt.Errorf("procguard: forwarded address %s is not loopback", addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, net.JoinHostPort(req.IP.String(), fmt.Sprint(req.Port)))
+}
+
+// rlimitsOf lists the policy's rlimits for the sandbox to set before exec.
+func rlimitsOf(l policy.ExecLimits) []sandbox.Rlimit {
+	var out []sandbox.Rlimit
+	add := func(res int, name string, v uint64) {
+		if v != 0 {
+			out = append(out, sandbox.Rlimit{Resource: res, Name: name, Value: v})
+		}
+	}
+	add(unix.RLIMIT_CPU, "cpu", l.CPUSeconds)
+	add(unix.RLIMIT_FSIZE, "fsize", l.FileSize)
+	add(unix.RLIMIT_AS, "as", l.AddressSpace)
+	add(unix.RLIMIT_NOFILE, "nofile", l.OpenFiles)
+	return out
+}
+
+// DefaultProcesses is the process-count limit of a command's tree when
+// the policy sets none (ExecLimits.Processes).
+const DefaultProcesses = 512
+
+func cgroupLimitsOf(l policy.ExecLimits) cgroupLimits {
+	pids := int64(l.Processes)
+	if pids == 0 {
+		pids = DefaultProcesses
+	}
+	return cgroupLimits{Pids: pids, MemoryBytes: int64(l.MemoryBytes)}
+}

@@ -1,0 +1,57 @@
+// Package sandbox runs one allowed child process inside a sandbox built
+// from the guard's policy, so the kernel holds the child (and everything it
+// starts) to the same rules the in-process facades enforce. procguard uses
+// it for every command it starts on Linux; hosts rarely call it directly.
+//
+// The host binary is re-executed (/proc/self/exe) in new user, mount, pid,
+// ipc, uts and (by default) network namespaces; this package's init
+// function recognises the re-execution by argv[0] and becomes the
+// sandbox's init, so any binary that imports procguard can sandbox, go
+// test binaries included, with no change to main. Nothing of the host's
+// environment or descriptors reaches the target but its stdio and the
+// environment procguard computed.
+//
+// Inside, before the target runs:
+//
+//   - mounts are private to the sandbox; /proc shows only its processes;
+//   - every existing read-denied path (absolute entries, and name patterns
+//     found in the write and read roots) is masked: an empty mode-000
+//     tmpfs over a directory, /dev/null over a file;
+//   - every existing protected path inside a write root (.git/hooks,
+//     .bashrc, .env...) is bound read-only over itself, so it can be
+//     neither changed nor removed;
+//   - the loopback interface is up; loopback TCP ports the net rules allow
+//     are forwarded to the host, which decides each connection again; no
+//     other route exists (no TCP, no UDP, no abstract unix sockets out);
+//   - the target stage sets no_new_privs, drops every capability, applies
+//     the Landlock ruleset (write roots writable, everything else
+//     read-only, only approved programs executable), installs a seccomp
+//     filter whose file calls init judges with the policy (creating a
+//     protected name, reading a read-denied pattern, connecting a unix
+//     socket outside the write roots all fail with EACCES), sets the
+//     rlimits, and execs the target in a new session.
+//
+// Init stays pid 1: it reaps, reports the target's exit, kills whatever is
+// left when the target exits, and dies with the host (parent-death
+// signal), which makes the kernel kill every process of the namespace:
+// setsid'd and double-forked descendants cannot survive the host, a
+// timeout or a cancel.
+//
+// # Not guaranteed
+//
+//   - The seccomp supervisor is a policy aid, not a wall: a hostile,
+//     multi-threaded target can change a path in its memory after init
+//     read it (seccomp_unotify(2)). Landlock (writes outside the write
+//     roots, execution) and the mounts (existing protected and read-denied
+//     paths) hold regardless.
+//   - Protected and read-denied names that do not exist when the command
+//     starts, or lie deeper than the scan (6 levels, 20,000 entries per
+//     root), are covered by the supervisor only.
+//   - Without user namespaces there is no sandbox: procguard falls back to
+//     Landlock and cgroups and says so in Confinement, unless the policy
+//     requires the sandbox (ExecSpec.RequireSandbox).
+//   - Only loopback TCP ports named by net rules are reachable; other
+//     allowed destinations need the egress proxy (not yet built).
+//
+// See docs/threat-model.md for what each layer guarantees.
+package sandbox

@@ -1,0 +1,201 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard/landlock"
+)
+
+// Spec is everything the trampoline needs to run one target. The host
+// builds it from the guard scope (procguard does) and sends it to the
+// trampoline as JSON; nothing else of the host reaches the sandbox.
+type Spec struct {
+	// Path is the real path of the program; Args its argv (Args[0] as
+	// given); Env exactly the target's environment; Dir its working
+	// directory.
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+
+	// Files holds the filesystem rules of every policy of the scope
+	// (policy.Policy.FileSpec); a child's file call must pass all of them.
+	Files []policy.Spec `json:"files"`
+	// Landlock is the ruleset applied to the target last before exec; nil
+	// means none.
+	Landlock *landlock.Ruleset `json:"landlock,omitempty"`
+	// Net says what network the target gets.
+	Net Net `json:"net"`
+	// Rlimits are set on the target before exec, so it runs under them
+	// from its first instruction.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// NoSeccomp turns off the supervisor that judges the target's file
+	// calls (protected names, read-deny patterns) through seccomp user
+	// notification.
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
+}
+
+// Net is the target's network.
+type Net struct {
+	// Host keeps the host's network namespace (no isolation). Only a
+	// policy without any net rule gets isolation for free; hosts opt out
+	// explicitly.
+	Host bool `json:"host,omitempty"`
+	// Forward lists loopback TCP ports the policy allows: inside the
+	// sandbox, 127.0.0.1:PORT reaches the host's 127.0.0.1:PORT through
+	// the host, which decides each connection again.
+	Forward []uint16 `json:"forward,omitempty"`
+}
+
+// Rlimit is one resource limit (both soft and hard).
+type Rlimit struct {
+	Resource int    `json:"resource"` // RLIMIT_* number
+	Name     string `json:"name"`     // "cpu", "nofile", ... for reports
+	Value    uint64 `json:"value"`
+}
+
+// Report is what the trampoline enforced, sent when the target started.
+type Report struct {
+	// Pid is the target's pid inside the sandbox's pid namespace, and
+	// PidNamespace that namespace as the host names it ("pid:[4026532]"):
+	// every process of the sandbox, and only those, is in it.
+	Pid          int    `json:"pid"`
+	PidNamespace string `json:"pid_namespace,omitempty"`
+	// Namespaces lists the namespaces the target runs in ("user", "mnt",
+	// "pid", "ipc", "net", "uts").
+	Namespaces []string `json:"namespaces"`
+	// Proc is true when /proc shows only the sandbox's processes.
+	Proc bool `json:"proc"`
+	// Masked lists read-denied paths made unreadable by a mount;
+	// ReadOnly protected paths bound read-only inside write roots.
+	Masked   []string `json:"masked,omitempty"`
+	ReadOnly []string `json:"read_only,omitempty"`
+	// ScanTruncated is set when a write or read root had more entries
+	// than the scan for protected and read-denied names looks at; the
+	// seccomp supervisor still judges every call.
+	ScanTruncated bool `json:"scan_truncated,omitempty"`
+	// Seccomp is true when the target's file calls are judged by the
+	// supervisor; SeccompReads when read-only opens are judged too.
+	Seccomp      bool `json:"seccomp"`
+	SeccompReads bool `json:"seccomp_reads,omitempty"`
+	// Landlock is the domain applied to the target.
+	Landlock landlock.Status `json:"landlock"`
+	// Rlimits lists the limits set before exec ("cpu=10").
+	Rlimits []string `json:"rlimits,omitempty"`
+	// Capabilities is true when every capability was dropped (the
+	// bounding, inheritable and ambient sets) before exec.
+	NoCapabilities bool `json:"no_capabilities"`
+	// Loopback is true when the sandbox's lo is up; Forwarded lists the
+	// host loopback ports reachable from inside.
+	Loopback  bool     `json:"loopback"`
+	Forwarded []uint16 `json:"forwarded,omitempty"`
+	// Notes says what could not be enforced and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// String renders the report on one line for events and logs.
+func (r *Report) String() string {
+	if r == nil {
+		return "no sandbox"
+	}
+	var b strings.Builder
+	b.WriteString("namespaces=" + strings.Join(r.Namespaces, ","))
+	if r.Proc {
+		b.WriteString(" proc=private")
+	}
+	if r.Seccomp {
+		b.WriteString(" seccomp=files")
+		if r.SeccompReads {
+			b.WriteString("+reads")
+		}
+	}
+	if n := len(r.Masked); n > 0 {
+		fmt.Fprintf(&b, " masked=%d", n)
+	}
+	if n := len(r.ReadOnly); n > 0 {
+		fmt.Fprintf(&b, " read-only=%d", n)
+	}
+	if r.NoCapabilities {
+		b.WriteString(" caps=none")
+	}
+	if len(r.Forwarded) > 0 {
+		fmt.Fprintf(&b, " forwarded=%v", r.Forwarded)
+	}
+	if len(r.Rlimits) > 0 {
+		b.WriteString(" rlimits=" + strings.Join(r.Rlimits, ","))
+	}
+	return b.String()
+}
+
+// Exit is how the target ended.
+type Exit struct {
+	// Code is the target's exit code, or -1 when a signal killed it.
+	Code int `json:"code"`
+	// Signal is the signal that killed the target, 0 when it exited.
+	Signal syscall.Signal `json:"signal,omitempty"`
+}
+
+// SetupError reports a sandbox that could not be set up: nothing of the
+// target ran. Step names the step ("mount proc", "landlock"), Path the
+// file it was working on, if any.
+type SetupError struct {
+	Step string
+	Path string
+	Err  error
+}
+
+func (e *SetupError) Error() string {
+	s := "sandbox: " + e.Step
+	if e.Path != "" {
+		s += " " + e.Path
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// ErrUnavailable is returned (wrapped) when this host cannot build the
+// sandbox at all: not Linux, or no user namespaces.
+var ErrUnavailable = errors.New("sandbox: unavailable")
+
+// message is one line of the trampoline's status stream to the host.
+type message struct {
+	Event  string  `json:"event"` // "started", "error", "exit"
+	Report *Report `json:"report,omitempty"`
+	Step   string  `json:"step,omitempty"`
+	Path   string  `json:"path,omitempty"`
+	Err    string  `json:"err,omitempty"`
+	Errno  int     `json:"errno,omitempty"`
+	Exit   *Exit   `json:"exit,omitempty"`
+}
+
+// setupErr rebuilds a *SetupError from its message, keeping the errno so
+// errors.Is(err, fs.ErrNotExist) and friends still work.
+func (m *message) setupErr() *SetupError {
+	var err error = errors.New(m.Err)
+	if m.Errno != 0 {
+		err = &errnoError{msg: m.Err, errno: syscall.Errno(m.Errno)}
+	}
+	return &SetupError{Step: m.Step, Path: m.Path, Err: err}
+}
+
+type errnoError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *errnoError) Error() string { return e.msg }
+func (e *errnoError) Unwrap() error { return e.errno }
+
+func errorMessage(step, path string, err error) message {
+	m := message{Event: "error", Step: step, Path: path, Err: err.Error()}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		m.Errno = int(errno)
+	}
+	return m
+}

@@ -1,0 +1,370 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard/internal/netfwd"
+	"github.com/auditguard/auditguard/procguard/landlock"
+)
+
+// The trampoline is the host binary re-executed twice inside the
+// namespaces the host's clone made (user, mount, pid, ipc, uts, net):
+//
+//   - as init (argv[0] initArg0, pid 1 of the pid namespace): it builds
+//     the filesystem view, brings up loopback, starts the target stage,
+//     judges the target's file calls (seccomp user notification), forwards
+//     allowed loopback ports, reaps every process and reports how the
+//     target ended. When it dies, by the host's death (parent-death
+//     signal) or a kill, the kernel kills every process in the namespace.
+//   - as the target stage (argv[0] targetArg0, pid 2): it drops what the
+//     target must not have and execs it (target_linux.go).
+//
+// init() dispatches on argv[0] before the host's main runs, so any binary
+// that imports procguard can sandbox, go test binaries included; the host
+// needs no hook.
+func init() {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case initArg0:
+		os.Exit(runInit())
+	case targetArg0:
+		os.Exit(runTarget())
+	}
+}
+
+// initState is what init's steps share.
+type initState struct {
+	spec   Spec
+	status *os.File
+	pols   []*policy.Policy
+	report Report
+	stop   chan struct{}
+
+	target   *os.Process
+	stageErr *os.File // the target stage's error pipe (EOF once it exec'd)
+	stageFD  *os.File // init's end of the socket the stage sends its report on
+	listener int      // seccomp listener, -1 without
+}
+
+// step is one named piece of set-up; its name reaches the host in a
+// *SetupError when it fails.
+type step struct {
+	name string
+	run  func(*initState) error
+}
+
+// initSteps run in this order:
+//   - the spec is read first: the host sends it only after placing this
+//     process in its cgroups, so nothing below runs outside them;
+//   - mounts become private before any mount, so nothing propagates back
+//     to the host;
+//   - /proc is remounted before the supervisor needs it: seccomp names
+//     tasks by their pid in this namespace;
+//   - the policies are rebuilt before any mask, while resolution still
+//     sees the real tree;
+//   - masks and read-only binds come before the target exists;
+//   - the target stage starts last, and the supervisor serves it as soon
+//     as the stage hands over its seccomp listener.
+var initSteps = []step{
+	{"read spec", readSpec},
+	{"private mounts", privateMounts},
+	{"mount proc", mountProc},
+	{"load policy", loadPolicies},
+	{"mask read-deny", maskReadDeny},
+	{"protect names", protectNames},
+	{"loopback", loopback},
+	{"start target", startTarget},
+	{"target setup", awaitTarget},
+}
+
+func runInit() int {
+	st := &initState{status: os.NewFile(fdStatus, "status"), stop: make(chan struct{}), listener: -1}
+	// The inherited fds must not reach the target stage.
+	_ = unix.CloseRange(fdSpec, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	for _, s := range initSteps {
+		if err := s.run(st); err != nil {
+			name, path := s.name, ""
+			var pe *fs.PathError
+			var se *SetupError
+			switch {
+			case errors.As(err, &se): // the target stage's own step
+				name, path, err = se.Step, se.Path, se.Err
+			case errors.As(err, &pe):
+				path, err = pe.Path, pe.Err
+			}
+			st.send(errorMessage(name, path, err))
+			if st.target != nil {
+				_ = st.target.Kill()
+			}
+			return 125
+		}
+	}
+	st.send(message{Event: "started", Report: &st.report})
+	exit := st.reap()
+	close(st.stop)
+	st.send(message{Event: "exit", Exit: &exit})
+	if exit.Signal != 0 {
+		return 128 + int(exit.Signal)
+	}
+	return exit.Code
+}
+
+func (st *initState) send(m message) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	_, _ = st.status.Write(append(b, '\n'))
+}
+
+func readSpec(st *initState) error {
+	f := os.NewFile(fdSpec, "spec")
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	if err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return errors.New("no spec: the host went away")
+	}
+	return json.Unmarshal(b, &st.spec)
+}
+
+func privateMounts(st *initState) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return &fs.PathError{Op: "mount", Path: "/", Err: err}
+	}
+	st.report.Namespaces = []string{"user", "mnt", "pid", "ipc", "uts"}
+	if !st.spec.Net.Host {
+		st.report.Namespaces = append(st.report.Namespaces, "net")
+	}
+	return nil
+}
+
+// mountProc gives the sandbox a /proc of its own pid namespace. The kernel
+// refuses it where the host's /proc is partly hidden (some containers);
+// then the target sees the host's /proc (it still cannot signal or trace
+// outside its Landlock domain) and the supervisor, which names tasks by
+// their pid here, is off.
+func mountProc(st *initState) error {
+	err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	if err != nil {
+		st.report.Notes = append(st.report.Notes, "the sandbox shares the host's /proc (mounting a new one failed: "+err.Error()+"); file calls are not judged by the supervisor")
+		st.spec.NoSeccomp = true
+		return nil
+	}
+	st.report.Proc = true
+	return nil
+}
+
+func loadPolicies(st *initState) error {
+	for _, fs := range st.spec.Files {
+		p, err := policy.New(fs)
+		if err != nil {
+			return err
+		}
+		st.pols = append(st.pols, p)
+	}
+	return nil
+}
+
+func loopback(st *initState) error {
+	if st.spec.Net.Host {
+		return nil
+	}
+	if err := netfwd.LoopbackUp(); err != nil {
+		return err
+	}
+	st.report.Loopback = true
+	if len(st.spec.Net.Forward) == 0 {
+		return nil
+	}
+	ports := make([]netfwd.Port, len(st.spec.Net.Forward))
+	for i, p := range st.spec.Net.Forward {
+		ports[i] = netfwd.Port{Port: p}
+	}
+	ctl := os.NewFile(fdFwd, "forward")
+	go func() { _ = netfwd.Serve(ctl, ports, st.stop) }()
+	st.report.Forwarded = st.spec.Net.Forward
+	return nil
+}
+
+// startTarget starts the target stage: the host binary again, in a new
+// session (so it cannot push input into a terminal it shares with the
+// host: TIOCSTI, CVE-2017-5226), in the target's directory, with nothing
+// of init's environment.
+func startTarget(st *initState) error {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer specR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		specW.Close()
+		return err
+	}
+	defer errW.Close()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		specW.Close()
+		errR.Close()
+		return err
+	}
+	mine, theirs := os.NewFile(uintptr(pair[0]), "stage"), os.NewFile(uintptr(pair[1]), "stage")
+	defer theirs.Close()
+	c := &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{targetArg0},
+		Env:         []string{},
+		Dir:         st.spec.Dir,
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		ExtraFiles:  []*os.File{specR, errW, theirs},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	}
+	if err := c.Start(); err != nil {
+		specW.Close()
+		errR.Close()
+		mine.Close()
+		var pe *fs.PathError
+		if errors.As(err, &pe) && st.spec.Dir != "" {
+			return &fs.PathError{Op: "chdir", Path: st.spec.Dir, Err: pe.Err}
+		}
+		return err
+	}
+	st.target, st.stageErr, st.stageFD = c.Process, errR, mine
+	ts := targetSpec{Spec: st.spec, SeccompReads: st.needsReads()}
+	b, err := json.Marshal(&ts)
+	if err == nil {
+		_, err = specW.Write(b)
+	}
+	specW.Close()
+	return err
+}
+
+// needsReads: read-only opens are judged only when some policy has a
+// read-deny entry; otherwise the kernel lets them through without a round
+// trip.
+func (st *initState) needsReads() bool {
+	for _, f := range st.spec.Files {
+		if len(f.ReadDeny) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitTarget takes the stage's report (and its seccomp listener), then
+// waits until it exec'd the target or failed.
+func awaitTarget(st *initState) error {
+	defer st.stageFD.Close()
+	defer st.stageErr.Close()
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(st.stageFD.Fd()), buf, oob, 0)
+	if err == nil && n > 0 {
+		var r stageReport
+		if err := json.Unmarshal(buf[:n], &r); err == nil {
+			st.report.Landlock = r.Landlock
+			st.report.Rlimits = r.Rlimits
+			st.report.NoCapabilities = r.NoCapabilities
+			st.report.Notes = append(st.report.Notes, r.Notes...)
+		}
+		if oobn > 0 {
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) > 0 {
+				if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) > 0 {
+					st.listener = fds[0]
+					unix.CloseOnExec(fds[0])
+				}
+			}
+		}
+	}
+	if st.listener >= 0 {
+		st.report.Seccomp = true
+		st.report.SeccompReads = st.needsReads()
+		go st.serveSeccomp()
+	}
+	// EOF: the stage exec'd the target (its end is close-on-exec); a
+	// message: a step failed.
+	b, _ := io.ReadAll(io.LimitReader(st.stageErr, 64<<10))
+	if len(b) > 0 {
+		var m message
+		if json.Unmarshal(b, &m) == nil && m.Event == "error" {
+			st.reapAll()
+			return m.setupErr()
+		}
+		return errors.New("target stage: " + string(b))
+	}
+	st.report.Pid = st.target.Pid
+	return nil
+}
+
+// reap reaps every process of the namespace (init inherits orphans) until
+// the target exits, then kills whatever is left, reaps it and returns how
+// the target ended. Background jobs never outlive the target.
+func (st *initState) reap() Exit {
+	var exit Exit
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return exit
+		}
+		if pid == st.target.Pid {
+			if ws.Signaled() {
+				exit = Exit{Code: -1, Signal: ws.Signal()}
+			} else {
+				exit = Exit{Code: ws.ExitStatus()}
+			}
+			st.reapAll()
+			return exit
+		}
+	}
+}
+
+// reapAll kills every other process of the namespace and reaps them.
+func (st *initState) reapAll() {
+	_ = unix.Kill(-1, unix.SIGKILL)
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// targetSpec is what init sends the target stage.
+type targetSpec struct {
+	Spec
+	SeccompReads bool `json:"seccomp_reads,omitempty"`
+}
+
+// stageReport is what the target stage tells init just before exec.
+type stageReport struct {
+	Landlock       landlock.Status `json:"landlock"`
+	Rlimits        []string        `json:"rlimits,omitempty"`
+	NoCapabilities bool            `json:"no_capabilities"`
+	Notes          []string        `json:"notes,omitempty"`
+}

@@ -1,0 +1,462 @@
+package procguard_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
+)
+
+// Every test here runs real children in the sandbox and tries a forbidden
+// effect through an opaque shell script (variables, $(...)), so no argv
+// rule can see it: what stops it is the kernel. Each asserts on disk,
+// output or /proc that the effect did not happen. Each child has a
+// timeout; the sandbox's pid namespace is checked empty afterwards.
+
+// sandboxEnv enters a guard built from spec (the write root dir is added)
+// and skips when this host cannot build the sandbox.
+func sandboxEnv(t *testing.T, spec policy.Spec) *env {
+	t.Helper()
+	t.Setenv("HOME", t.TempDir())
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.WriteRoots = append(spec.WriteRoots, dir)
+	if spec.Exec.Timeout == 0 {
+		spec.Exec.Timeout = 20 * time.Second
+	}
+	pol, err := policy.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := audit.NewRecorder()
+	g, err := audit.New(pol, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := g.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	e := &env{ctx: ctx, dir: dir, rec: rec, pol: pol}
+	needSandbox(t, e)
+	return e
+}
+
+// needSandbox skips when the host cannot build the sandbox.
+func needSandbox(t *testing.T, e *env) {
+	t.Helper()
+	c := procguard.CommandContext(e.ctx, "true")
+	c.Dir = e.dir
+	c.Path = "/bin/true"
+	if d := c.Check(); !d.Allowed {
+		return // true is not allowed here: the test's own commands will say
+	}
+	if err := c.Run(); err != nil {
+		t.Fatalf("true: %v", err)
+	}
+	if c.Confinement.Sandbox == nil {
+		t.Skipf("no sandbox on this host: %s", c.Confinement.SandboxNote)
+	}
+}
+
+// runScript runs sh -c script in e.dir and returns its combined output;
+// it checks that nothing of the sandbox survived.
+func runScript(t *testing.T, e *env, script string, args ...string) (string, error, *procguard.Cmd) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	c := procguard.CommandContext(ctx, "sh", append([]string{"-c", script, "sh"}, args...)...)
+	c.Dir = e.dir
+	out, err := c.CombinedOutput()
+	if sb := c.Confinement.Sandbox; sb != nil {
+		if m := namespaceMembers(sb.PidNamespace); len(m) > 0 {
+			t.Errorf("processes of the sandbox survived: %v", m)
+		}
+	}
+	return string(out), err, c
+}
+
+var shellTools = policy.ExecSpec{Rules: allow("sh", "cat", "echo", "mkdir", "printf", "ls", "cp", "chmod", "mv", "ln", "rm", "sleep", "setsid", "touch", "head", "seq", "bash", "true")}
+
+func TestSandboxProtectedNames(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	must(t, os.WriteFile(filepath.Join(e.dir, ".bashrc"), []byte("orig\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(e.dir, "repo/.git/hooks"), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.dir, "repo/.git/hooks/pre-push"), []byte("orig\n"), 0o755))
+	// Every target name is built at run time, so the argv layer sees none.
+	script := `
+b=.ba; b="${b}shrc"
+echo pwned > "$b"; echo pwned >> "$b"; rm -f "$b"; mv "$b" moved
+h=$(printf '%s/%s' repo/.git hooks)
+echo pwned > "$h/pre-commit"; echo pwned > "$h/pre-push"; rm -f "$h/pre-push"
+mkdir -p new/.git/hooks; echo pwned > "new/$(printf .git)/hooks/pre-commit"
+e=$(printf '.e%s' nv); echo KEY=1 > "$e"; echo KEY=1 > "deep/er/$e" 2>/dev/null; mkdir -p deep/er; echo KEY=1 > "deep/er/$e"
+touch "x.$(printf pem)"; ln -s /tmp "$e"
+echo ok > fine.txt
+echo done`
+	out, err, c := runScript(t, e, script)
+	if err != nil || !strings.Contains(out, "done") {
+		t.Fatalf("script: %v %q", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, ".bashrc")); string(b) != "orig\n" {
+		t.Errorf(".bashrc changed: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "repo/.git/hooks/pre-push")); string(b) != "orig\n" {
+		t.Errorf("existing hook changed: %q", b)
+	}
+	for _, gone := range []string{"moved", "repo/.git/hooks/pre-commit", "new/.git/hooks/pre-commit", ".env", "deep/er/.env", "x.pem"} {
+		if _, err := os.Lstat(filepath.Join(e.dir, gone)); err == nil {
+			t.Errorf("%s was created (sandbox %v)", gone, c.Confinement.Sandbox)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "fine.txt")); string(b) != "ok\n" {
+		t.Errorf("an allowed write failed: %q", b)
+	}
+}
+
+func TestSandboxReadDeny(t *testing.T) {
+	secretDir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(secretDir, "token"), []byte("TOKEN-ABS\n"), 0o644))
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools, ReadDeny: []string{secretDir, "*.secret", "credentials.json"}})
+	must(t, os.MkdirAll(filepath.Join(e.dir, "a/b/c/d/e/f/g/h"), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.dir, "db.secret"), []byte("TOKEN-TOP\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(e.dir, "a/b/c/d/e/f/g/h/deep.secret"), []byte("TOKEN-DEEP\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(e.dir, "a/credentials.json"), []byte("TOKEN-JSON\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(e.dir, "public.txt"), []byte("visible\n"), 0o644))
+	script := `
+s=$(printf '%s' "$1"); cat "$s/tok""en"; ls "$s"
+f=db; cat "$f.sec""ret"; cat a/b/c/d/e/f/g/h/"deep.$(printf secret)"
+x=a/cred; cat "${x}entials.json"; cp "${x}entials.json" copy.json; cat copy.json
+cat public.txt; echo done`
+	out, err, _ := runScript(t, e, script, secretDir)
+	if !strings.Contains(out, "visible") || !strings.Contains(out, "done") {
+		t.Fatalf("script did not run: %v %q", err, out)
+	}
+	if strings.Contains(out, "TOKEN") {
+		t.Fatalf("a read-denied file was read: %q", out)
+	}
+}
+
+func TestSandboxReadRoots(t *testing.T) {
+	readable, outside := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(readable, "in.txt"), []byte("INSIDE\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(outside, "out.txt"), []byte("OUTSIDE\n"), 0o644))
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools, ReadRoots: []string{readable}})
+	out, _, _ := runScript(t, e, `d=$(printf '%s' "$1"); cat "$d/in.txt"; o=$(printf '%s' "$2"); cat "$o/out.txt"; cat /etc/hostname; echo done`, readable, outside)
+	if !strings.Contains(out, "INSIDE") || !strings.Contains(out, "done") {
+		t.Fatalf("read root not readable: %q", out)
+	}
+	host, _ := os.ReadFile("/etc/hostname")
+	if strings.Contains(out, "OUTSIDE") || (len(host) > 1 && strings.Contains(out, strings.TrimSpace(string(host)))) {
+		t.Fatalf("read outside the read roots: %q", out)
+	}
+}
+
+func TestSandboxOutsideWritesAndExec(t *testing.T) {
+	outside := t.TempDir()
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	script := `
+o=$(printf '%s' "$1"); echo x > "$o/escaped"; mkdir "$o/dir"
+cp /bin/true ./mytrue; ./mytrue && echo RAN-COPY
+printf '#!/bin/sh\necho RAN-SCRIPT\n' > run.sh; chmod +x run.sh; ./run.sh
+echo done`
+	out, _, _ := runScript(t, e, script, outside)
+	if !strings.Contains(out, "done") {
+		t.Fatalf("script: %q", out)
+	}
+	if strings.Contains(out, "RAN-") {
+		t.Fatalf("a program written in the workspace ran: %q", out)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) > 0 {
+		t.Fatalf("wrote outside the write roots: %v", ents)
+	}
+}
+
+func TestSandboxNetwork(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash (for /dev/tcp, /dev/udp) not installed")
+	}
+	var hits sync.WaitGroup
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "FORWARDED-OK")
+	}), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { other.Close() })
+	accepted := make(chan struct{}, 1)
+	hits.Add(1)
+	go func() {
+		defer hits.Done()
+		if c, err := other.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { udp.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	otherPort := other.Addr().(*net.TCPAddr).Port
+	udpPort := udp.LocalAddr().(*net.UDPAddr).Port
+
+	tools := shellTools
+	tools.Rules = append(allow("curl"), tools.Rules...)
+	for _, withRule := range []bool{false, true} {
+		spec := policy.Spec{Exec: tools}
+		if withRule {
+			spec.Net.Rules = []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{strconv.Itoa(port)}}}
+		}
+		e := sandboxEnv(t, spec)
+		script := `
+p=$(( $1 + 0 )); exec 3<>"/dev/tcp/127.0.0.1/$p" && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && cat <&3
+q=$(( $2 + 0 )); echo hi > "/dev/tcp/127.0.0.1/$q" && echo TCP-OTHER-CONNECTED
+u=$(( $3 + 0 )); echo datagram > "/dev/udp/127.0.0.1/$u"
+echo done`
+		c := procguard.CommandContext(e.ctx, "bash", "-c", script, "bash", strconv.Itoa(port), strconv.Itoa(otherPort), strconv.Itoa(udpPort))
+		c.Dir = e.dir
+		c.Timeout = 20 * time.Second
+		out, _ := c.CombinedOutput()
+		got := string(out)
+		if !strings.Contains(got, "done") {
+			t.Fatalf("script: %q", got)
+		}
+		if strings.Contains(got, "FORWARDED-OK") != withRule {
+			t.Errorf("rule=%v: loopback port reached=%v: %q (forwarded %v)", withRule, !withRule, got, c.Confinement.Sandbox.Forwarded)
+		}
+		if strings.Contains(got, "TCP-OTHER-CONNECTED") {
+			t.Errorf("a port no rule allows was reached: %q", got)
+		}
+	}
+	udp.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	buf := make([]byte, 64)
+	if n, _, err := udp.ReadFrom(buf); err == nil {
+		t.Errorf("a UDP datagram left the sandbox: %q", buf[:n])
+	}
+	select {
+	case <-accepted:
+		t.Error("the unforwarded TCP server accepted a connection")
+	default:
+	}
+	other.Close()
+	hits.Wait()
+}
+
+func TestSandboxCannotSignalHost(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	out, err, _ := runScript(t, e, `p=$(( $1 + 0 )); kill -TERM "$p" && echo SIGNALLED; kill -0 1 && echo INIT-SIGNALLED; echo done`, strconv.Itoa(os.Getpid()))
+	if err != nil || !strings.Contains(out, "done") || strings.Contains(out, "SIGNALLED") {
+		t.Fatalf("signal: %v %q", err, out)
+	}
+}
+
+// TestSandboxRlimitsFromTheStart: 100 starts at once, each child reads
+// its limits as its first action: every one sees them.
+func TestSandboxRlimitsFromTheStart(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: policy.ExecSpec{Rules: allow("sh"), Limits: policy.ExecLimits{OpenFiles: 64, CPUSeconds: 30}}})
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := procguard.CommandContext(e.ctx, "sh", "-c", "ulimit -n; ulimit -t")
+			c.Dir = e.dir
+			c.Timeout = 60 * time.Second
+			out, err := c.Output()
+			if err != nil || string(out) != "64\n30\n" {
+				errs <- fmt.Errorf("start %d: %v %q", i, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestSandboxSetupErrorNamesTheStep: a program whose interpreter is
+// missing fails to exec inside the sandbox; Start returns a *SetupError
+// naming the step and the program, and nothing ran.
+func TestSandboxSetupErrorNamesTheStep(t *testing.T) {
+	bin := t.TempDir()
+	prog := filepath.Join(bin, "broken")
+	must(t, os.WriteFile(prog, []byte("#!/nonexistent/interpreter\necho ran > ran.txt\n"), 0o755))
+	e := sandboxEnv(t, policy.Spec{Exec: policy.ExecSpec{Rules: allow(prog, "true")}})
+	c := procguard.CommandContext(e.ctx, prog)
+	c.Dir = e.dir
+	err := c.Run()
+	var se *sandbox.SetupError
+	if !errors.As(err, &se) || se.Step != "exec" || se.Path != prog || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err %v (%T)", err, err)
+	}
+	if c.Process != nil {
+		t.Fatal("a failed start left a Process")
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "ran.txt")); err == nil {
+		t.Fatal("the command ran")
+	}
+}
+
+func TestSandboxSignalledExit(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	_, err, c := runScript(t, e, `kill -KILL $$`)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || c.Signal != syscall.SIGKILL || ee.ExitCode() != 128+9 {
+		t.Fatalf("err %v signal %v", err, c.Signal)
+	}
+}
+
+// TestSandboxDiesWithHost re-executes this test binary as a host that
+// starts a sandboxed child with a setsid'd grandchild, SIGKILLs that host
+// and finds zero survivors in the sandbox's pid namespace.
+func TestSandboxDiesWithHost(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	_ = e
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	host := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSandboxHostProcess$")
+	host.Env = append(os.Environ(), "AUDITGUARD_SANDBOX_HOST=1")
+	out, err := host.StdoutPipe()
+	must(t, err)
+	must(t, host.Start())
+	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
+	sc := bufio.NewScanner(out)
+	ns := ""
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "NS "); ok {
+			ns = v
+			break
+		}
+	}
+	if ns == "" {
+		t.Fatal("the host did not report its sandbox")
+	}
+	if m := namespaceMembers(ns); len(m) < 3 {
+		t.Fatalf("the sandbox should hold init, sh, and the setsid'd sleep: %v", m)
+	}
+	must(t, host.Process.Signal(syscall.SIGKILL))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := namespaceMembers(ns)
+		if len(m) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range m {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("survived their host: %v", m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSandboxHostProcess is the host of TestSandboxDiesWithHost; it runs
+// only when re-executed by it.
+func TestSandboxHostProcess(t *testing.T) {
+	if os.Getenv("AUDITGUARD_SANDBOX_HOST") != "1" {
+		t.Skip("runs only as TestSandboxDiesWithHost's host")
+	}
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	c := procguard.CommandContext(e.ctx, "sh", "-c", "setsid sleep 60 & sleep 60")
+	c.Dir = e.dir
+	c.Timeout = 25 * time.Second
+	must(t, c.Start())
+	// Wait until the setsid'd sleep exists, then report.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(namespaceMembers(c.Confinement.Sandbox.PidNamespace)) < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	fmt.Println("NS " + c.Confinement.Sandbox.PidNamespace)
+	_ = c.Wait()
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSandboxProcessLimit: a script that starts 60 background sleeps hits
+// the command's process limit; the rest of the machine is untouched and
+// nothing survives.
+func TestSandboxProcessLimit(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: policy.ExecSpec{Rules: allow("sh", "seq", "sleep"), Limits: policy.ExecLimits{Processes: 30}}})
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	c := procguard.CommandContext(ctx, "sh", "-c", `for i in $(seq 60); do sleep 2 & done; wait`)
+	c.Dir = e.dir
+	out, err := c.CombinedOutput()
+	if !strings.Contains(c.Confinement.CgroupNote, "pids=30") {
+		t.Skipf("no pids controller here: %s", c.Confinement.CgroupNote)
+	}
+	// dash gives up at the first failed fork ("Cannot fork"), bash
+	// reports each; either way the script ends on its own, not killed.
+	var ke *procguard.KilledError
+	if errors.As(err, &ke) {
+		t.Fatalf("killed instead of limited: %v", err)
+	}
+	if !strings.Contains(string(out), "fork") && !strings.Contains(string(out), "Resource temporarily unavailable") {
+		t.Fatalf("60 sleeps started under a limit of 30: %q", out)
+	}
+	if m := namespaceMembers(c.Confinement.Sandbox.PidNamespace); len(m) > 0 {
+		t.Fatalf("survivors: %v", m)
+	}
+}
+
+// TestScopeReleaseKillsChildren: releasing the scope a command was started
+// in kills its whole tree; Wait reports audit.ErrScopeClosed.
+func TestScopeReleaseKillsChildren(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	g := audit.From(e.ctx).Guard()
+	ctx, release, err := g.Enter(e.ctx)
+	must(t, err)
+	c := procguard.CommandContext(ctx, "sh", "-c", "setsid sleep 60 & sleep 60")
+	c.Dir = e.dir
+	c.Timeout = 20 * time.Second
+	must(t, c.Start())
+	release()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, audit.ErrScopeClosed) {
+			t.Fatalf("err %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("release did not kill the command")
+	}
+	if sb := c.Confinement.Sandbox; sb != nil {
+		if m := namespaceMembers(sb.PidNamespace); len(m) > 0 {
+			t.Fatalf("survivors: %v", m)
+		}
+	}
+}
