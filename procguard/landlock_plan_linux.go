@@ -29,6 +29,22 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 // confinement the child will get. Start fails rather than run with less.
 func (c *Cmd) plannedConfinement(pr *prepared) string {
 	spec := pr.pol.Exec()
+	if !spec.NoSandbox && sandboxMissing.Load() == nil {
+		// The sandbox holds protected names and read-deny; Landlock the rest.
+		return "sandbox=namespaces, masks, seccomp file calls; " + strings.Replace(c.plannedLandlock(pr), "; "+noteProtected, "", 1)
+	}
+	return c.plannedLandlock(pr)
+}
+
+// withoutProtectedNote drops what Landlock cannot do from a note once the
+// sandbox covers it.
+func withoutProtectedNote(note string) string {
+	note = strings.Replace(note, noteProtected+"; ", "", 1)
+	return strings.Replace(note, noteProtected, "protected names held by the sandbox (read-only binds, seccomp)", 1)
+}
+
+func (c *Cmd) plannedLandlock(pr *prepared) string {
+	spec := pr.pol.Exec()
 	if spec.NoLandlock {
 		return "landlock=off (policy)"
 	}

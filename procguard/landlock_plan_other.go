@@ -15,6 +15,8 @@ func (c *Cmd) plannedConfinement(pr *prepared) string {
 	return "landlock=none (Linux only)"
 }
 
+func withoutProtectedNote(note string) string { return note }
+
 func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 	spec := pr.pol.Exec()
 	if spec.NoLandlock {

@@ -103,6 +103,7 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 	c.Confinement.Sandbox = l.Report
 	c.Confinement.Landlock = l.Report.Landlock
 	c.Confinement.Rlimits = l.Report.Rlimits
+	c.Confinement.LandlockNote = withoutProtectedNote(c.Confinement.LandlockNote)
 	return nil
 }
 
