@@ -41,9 +41,9 @@ type Spec struct {
 
 // Net is the target's network.
 type Net struct {
-	// Host keeps the host's network namespace (no isolation). Only a
-	// policy without any net rule gets isolation for free; hosts opt out
-	// explicitly.
+	// Host keeps the host's network namespace (no isolation); by default
+	// the target gets an empty one with loopback only (ExecSpec.HostNetwork
+	// opts out).
 	Host bool `json:"host,omitempty"`
 	// Forward lists loopback TCP ports the policy allows: inside the
 	// sandbox, 127.0.0.1:PORT reaches the host's 127.0.0.1:PORT through
@@ -86,7 +86,7 @@ type Report struct {
 	Landlock landlock.Status `json:"landlock"`
 	// Rlimits lists the limits set before exec ("cpu=10").
 	Rlimits []string `json:"rlimits,omitempty"`
-	// Capabilities is true when every capability was dropped (the
+	// NoCapabilities is true when every capability was dropped (the
 	// bounding, inheritable and ambient sets) before exec.
 	NoCapabilities bool `json:"no_capabilities"`
 	// Loopback is true when the sandbox's lo is up; Forwarded lists the
