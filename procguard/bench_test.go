@@ -14,6 +14,7 @@ import (
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // BenchmarkRunTrue compares the raw exec.Command("/bin/true").Run() with the
@@ -117,7 +118,11 @@ func BenchmarkRunTrueInterleaved(b *testing.B) {
 // one loop so every side sees the same machine load:
 //
 //   - raw: exec.Command("/bin/true").Run();
-//   - sandbox: procguard's default start, in the namespace sandbox;
+//   - sandbox: procguard's default start, in the namespace sandbox, with a
+//     trampoline ready in the pool (the steady state of a host whose
+//     commands are not all started at once);
+//   - sandbox-cold: the same with the pool off: the host binary is
+//     re-executed during the start;
 //   - landlock: procguard with ExecSpec.NoSandbox (Landlock and a cgroup);
 //   - bwrap: bubblewrap with about the sandbox's namespaces and mounts
 //     (skipped when bwrap is not installed; it is only a yardstick).
@@ -128,6 +133,8 @@ func BenchmarkRunTrueInterleaved(b *testing.B) {
 // per-iteration ratios (sandbox/*), which pair starts made under the same
 // load. ns/op is the sum of the sides plus the bookkeeping between them;
 // allocs/op and B/op likewise, and *-allocs is each side's own mean.
+// Between sides, untimed, the benchmark waits for the pool's next
+// trampoline, so its start-up never runs during another side's start.
 func BenchmarkSandboxStart(b *testing.B) {
 	const childTimeout = 30 * time.Second
 	sb := setup(b, policy.ExecSpec{Rules: allow("true")})
@@ -152,6 +159,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 		name    string
 		base    context.Context // the guard scope, for procguard's sides
 		run     func(context.Context) error
+		cold    bool    // runs with the pool of ready trampolines off
 		ns      []int64 // one sample per iteration
 		mallocs uint64
 	}
@@ -160,6 +168,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 			return exec.CommandContext(ctx, "/bin/true").Run()
 		}},
 		{name: "sandbox", base: sb.ctx, run: guarded(sb, true)},
+		{name: "sandbox-cold", base: sb.ctx, run: guarded(sb, true), cold: true},
 		{name: "landlock", base: ll.ctx, run: guarded(ll, false)},
 	}
 	if bwrap, err := exec.LookPath("bwrap"); err != nil {
@@ -197,6 +206,10 @@ func BenchmarkSandboxStart(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		for j := range sides {
 			s := sides[(i+j)%len(sides)]
+			sandbox.SetPrewarm(!s.cold)
+			if err := sandbox.Prewarm(false); err != nil && !s.cold {
+				b.Fatalf("prewarm: %v", err)
+			}
 			runtime.ReadMemStats(&ms)
 			before := ms.Mallocs
 			ctx, cancel := context.WithTimeout(s.base, childTimeout)
@@ -214,6 +227,8 @@ func BenchmarkSandboxStart(b *testing.B) {
 	}
 	b.StopTimer()
 
+	sandbox.SetPrewarm(false) // ends the ready trampoline: no descendant is left
+	defer sandbox.SetPrewarm(true)
 	if left := liveDescendants(os.Getpid()); len(left) > 0 {
 		b.Fatalf("processes started by the benchmark survived: %v", left)
 	}
@@ -221,23 +236,24 @@ func BenchmarkSandboxStart(b *testing.B) {
 	if n == 0 {
 		return
 	}
-	var sbx *side
 	for _, s := range sides {
 		b.ReportMetric(float64(median(s.ns))/1e6, s.name+"-ms")
 		b.ReportMetric(float64(s.mallocs)/float64(n), s.name+"-allocs")
-		if s.name == "sandbox" {
-			sbx = s
-		}
 	}
-	for _, s := range sides {
-		if s == sbx {
+	for _, x := range sides {
+		if !strings.HasPrefix(x.name, "sandbox") {
 			continue
 		}
-		r := make([]float64, n)
-		for i := range r {
-			r[i] = float64(sbx.ns[i]) / float64(s.ns[i])
+		for _, s := range sides {
+			if strings.HasPrefix(s.name, "sandbox") {
+				continue
+			}
+			r := make([]float64, n)
+			for i := range r {
+				r[i] = float64(x.ns[i]) / float64(s.ns[i])
+			}
+			b.ReportMetric(median(r), x.name+"/"+s.name)
 		}
-		b.ReportMetric(median(r), "sandbox/"+s.name)
 	}
 }
 

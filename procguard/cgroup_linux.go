@@ -740,6 +740,21 @@ func (g *cgroup) join(pid int) error {
 	return nil
 }
 
+// joinAll moves the process pid into every directory of g, v2 included:
+// for a process started outside g (the sandbox's init, which may have
+// been started before its command), before it starts anything.
+func (g *cgroup) joinAll(pid int) error {
+	if g == nil {
+		return nil
+	}
+	if g.v2 != "" {
+		if err := cgWrite(filepath.Join(g.v2, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+			return err
+		}
+	}
+	return g.join(pid)
+}
+
 func (g *cgroup) closeFD() {
 	if g != nil && g.fd >= 0 {
 		unix.Close(g.fd)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"sync/atomic"
 
@@ -20,10 +21,10 @@ import (
 // user namespaces), so later starts fall back without trying again.
 var sandboxMissing atomic.Pointer[string]
 
-// launch starts x: inside the sandbox when the policy and host allow it,
-// else under Landlock alone. It returns the exec.Cmd that runs (the
-// sandbox's trampoline, or x itself).
-func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*exec.Cmd, error) {
+// launch starts the command: inside the sandbox when the policy and host
+// allow it (c.sandbox is set then), else x under Landlock alone. It returns
+// the process it started.
+func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*os.Process, error) {
 	spec := pr.pol.Exec()
 	rs, note, err := c.landlockRuleset(pr)
 	c.Confinement.LandlockNote = note
@@ -39,10 +40,12 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*exec
 		}
 		c.Confinement.SandboxNote = *why
 	default:
-		base := *x // Command rewrites x; a fallback starts from the original
 		err := c.startSandboxed(pr, x, cg, env, rs)
-		if err == nil || !errors.Is(err, sandbox.ErrUnavailable) {
-			return x, err
+		if err == nil {
+			return c.sandbox.Process, nil
+		}
+		if !errors.Is(err, sandbox.ErrUnavailable) {
+			return nil, err
 		}
 		why := err.Error()
 		sandboxMissing.Store(&why)
@@ -50,7 +53,6 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*exec
 			return nil, fmt.Errorf("procguard: the policy requires the sandbox: %w", err)
 		}
 		c.Confinement.SandboxNote = why
-		x = &base
 	}
 	if rs != nil {
 		st, err := landlock.StartReused(rs, x.Start)
@@ -62,13 +64,19 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*exec
 			}
 			return nil, err
 		}
-		return x, nil
+		c.x = x
+		return x.Process, nil
 	}
-	return x, x.Start()
+	if err := x.Start(); err != nil {
+		return nil, err
+	}
+	c.x = x
+	return x.Process, nil
 }
 
 // startSandboxed starts the command in the sandbox built from the scope's
-// policies.
+// policies, with x's streams. The cgroup is joined by the sandbox's init
+// before the target starts.
 func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string, rs *landlock.Ruleset) error {
 	es := pr.pol.Exec()
 	spec := &sandbox.Spec{
@@ -88,15 +96,13 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 	case !es.DenyNetwork:
 		spec.Net.Forward, _ = pr.pol.LoopbackPorts()
 	}
-	l, err := sandbox.Command(x, spec)
-	if err != nil {
-		return err
-	}
 	var join func(int) error
 	if cg != nil {
-		join = cg.join
+		join = cg.joinAll
 	}
-	if err := l.Start(c.ctx, x, join, c.dialForward); err != nil {
+	stdio := sandbox.Stdio{Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr, WaitDelay: x.WaitDelay}
+	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
+	if err != nil {
 		return err
 	}
 	c.sandbox = l

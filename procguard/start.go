@@ -109,20 +109,19 @@ func (c *Cmd) Start() error {
 		cg.attach(x.SysProcAttr)
 		c.Confinement.Cgroup = cg.dir
 	}
-	x, err := c.launch(pr, x, cg, env)
+	proc, err := c.launch(pr, x, cg, env)
 	if err != nil {
 		cg.remove()
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		return err
 	}
-	c.x = x
-	c.Process = x.Process
-	c.Confinement.ProcessGroup = x.Process.Pid
+	c.Process = proc
+	c.Confinement.ProcessGroup = proc.Pid
 	c.closeAll(c.closeAfterStart)
 	c.closeAfterStart = nil
 
 	if c.sandbox == nil {
-		c.Confinement.Rlimits = applyLimits(x.Process.Pid, spec.Limits)
+		c.Confinement.Rlimits = applyLimits(proc.Pid, spec.Limits)
 	}
 
 	timeout := spec.Timeout
@@ -133,7 +132,7 @@ func (c *Cmd) Start() error {
 		timeout = spec.MaxTimeout
 	}
 	c.Confinement.Timeout = timeout
-	c.sup = supervise(c.ctx, x.Process.Pid, cg, timeout)
+	c.sup = supervise(c.ctx, proc.Pid, cg, timeout)
 	return nil
 }
 
@@ -141,7 +140,7 @@ func (c *Cmd) Start() error {
 // its group and cgroup, reaps it and waits for its I/O (bounded by
 // WaitDelay).
 func (c *Cmd) Wait() error {
-	if !c.started || c.x == nil {
+	if !c.started || c.Process == nil {
 		return errors.New("procguard: not started")
 	}
 	if c.waited {
@@ -149,14 +148,17 @@ func (c *Cmd) Wait() error {
 	}
 	c.waited = true
 	c.sup.beforeReap()
-	err := c.x.Wait()
-	c.sup.afterReap()
-	c.ProcessState = c.x.ProcessState
+	var err error
 	if c.sandbox != nil {
-		if exit := c.sandbox.Finish(); exit != nil {
+		c.ProcessState, err = c.sandbox.Wait()
+		if exit := c.sandbox.Exit(); exit != nil {
 			c.Signal = exit.Signal
 		}
+	} else {
+		err = c.x.Wait()
+		c.ProcessState = c.x.ProcessState
 	}
+	c.sup.afterReap()
 	c.sup.cg.drain()
 	c.sup.cg.remove()
 	c.closeAll(c.closeAfterWait)

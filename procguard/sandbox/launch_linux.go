@@ -5,10 +5,11 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -21,43 +22,19 @@ import (
 	"github.com/auditguard/auditguard/procguard/internal/thread"
 )
 
-// Launch is one sandboxed start, seen from the host. Make it with Command,
-// start it with Start, and after the exec.Cmd's Wait call Finish.
-type Launch struct {
-	spec *Spec
-
-	specW   *os.File // host end of the spec pipe
-	specR   *os.File // the trampoline's end (closed after start)
-	statusR *os.File // host end of the status stream
-	statusW *os.File
-	fwdHost *os.File // host end of the forwarding socket, nil without forwards
-	fwdIn   *os.File
-
-	msgs    chan message
-	readers sync.WaitGroup
-	cancel  context.CancelFunc
-
-	// Report is what the sandbox enforced; set by Start.
-	Report *Report
-	exit   *Exit
-}
-
-// Dialer dials a loopback address on behalf of a sandboxed child; it must
-// decide with the policy first. Used only when the spec forwards ports.
-type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
-
 // trampoline argv[0]s: the host binary re-executed as the sandbox's init
-// (pid 1) or as the target's last stage (see trampoline_linux.go).
+// (pid 1) or, where ptrace is refused, as the target's last stage (see
+// trampoline_linux.go).
 const (
 	initArg0   = "auditguard-sandbox-init"
 	targetArg0 = "auditguard-sandbox-exec"
 )
 
-// fds of the trampoline: 0-2 stdio, then these (exec.Cmd.ExtraFiles order).
+// fds of the trampoline: 0-2 the null device, then the control socket
+// (spec and the target's descriptors) and the status stream.
 const (
-	fdSpec   = 3
+	fdCtl    = 3
 	fdStatus = 4
-	fdFwd    = 5
 )
 
 var (
@@ -73,108 +50,342 @@ func spawn(fn func()) {
 	keeper.Do(fn)
 }
 
-// Command turns x, whose stdio, WaitDelay and cgroup attachment the caller
-// has set, into a start of the sandbox trampoline for spec. x.Path, Args,
-// Env, Dir and ExtraFiles are replaced: the target's own are in spec.
-func Command(x *exec.Cmd, spec *Spec) (*Launch, error) {
-	l := &Launch{spec: spec, msgs: make(chan message, 4)}
-	var err error
-	if l.specR, l.specW, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	if l.statusR, l.statusW, err = os.Pipe(); err != nil {
-		l.closeAll()
-		return nil, err
-	}
-	files := []*os.File{l.specR, l.statusW}
-	if len(spec.Net.Forward) > 0 && !spec.Net.Host {
-		if l.fwdHost, l.fwdIn, err = netfwd.Pair(); err != nil {
-			l.closeAll()
-			return nil, err
-		}
-		files = append(files, l.fwdIn)
-	}
-	x.Path = "/proc/self/exe"
-	x.Args = []string{initArg0}
-	x.Env = []string{} // not nil: nil would hand the trampoline the host's environment
-	x.Dir = "/"
-	x.ExtraFiles = files
-	a := x.SysProcAttr
-	if a == nil {
-		a = &syscall.SysProcAttr{}
-		x.SysProcAttr = a
-	}
-	uid, gid := os.Getuid(), os.Getgid()
-	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
-	if !spec.Net.Host {
-		a.Cloneflags |= unix.CLONE_NEWNET
-	}
-	// The child keeps the host's uid and gid, seen from inside too.
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	a.GidMappingsEnableSetgroups = false
-	a.Pdeathsig = syscall.SIGKILL
-	a.Setpgid = true
-	return l, nil
+// trampoline is a sandbox init that is running, in its namespaces, and
+// waits for the spec of the command it will run.
+type trampoline struct {
+	proc    *os.Process
+	ctl     *os.File // host end of the control socket
+	statusR *os.File
+	hostNet bool
+
+	ready   chan struct{} // closed when init said "ready" (or failed, or died)
+	msgs    chan message  // the status stream after "ready"
+	readers sync.WaitGroup
+	exit    *Exit // from the stream's "exit" message; read after readers.Wait
 }
 
-// Start starts x (made by Command) and returns once the target runs, or
-// with a *SetupError when the sandbox could not be built (nothing of the
-// target ran then, and nothing is left to Wait for). join, when set, runs with the trampoline's pid before
-// the trampoline may go on (cgroup v1 placement): the trampoline waits for
-// its spec, which is sent only after join. dial serves forwarded ports.
-func (l *Launch) Start(ctx context.Context, x *exec.Cmd, join func(pid int) error, dial Dialer) error {
-	var startErr error
-	spawn(func() { startErr = x.Start() })
-	l.specR.Close()
-	l.statusW.Close()
-	if l.fwdIn != nil {
-		l.fwdIn.Close()
+// newTrampoline re-executes the host binary as a sandbox init. It returns
+// once the init exists; its runtime and the set-up that needs no spec
+// (private mounts, /proc, loopback) go on without the host.
+func newTrampoline(hostNet bool) (*trampoline, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socketpair", err)
 	}
-	if startErr != nil {
-		l.closeAll()
-		if errors.Is(startErr, unix.EPERM) || errors.Is(startErr, unix.ENOSPC) || errors.Is(startErr, unix.EINVAL) || errors.Is(startErr, unix.EUSERS) {
-			return fmt.Errorf("%w: cannot create user namespaces: %v", ErrUnavailable, startErr)
+	ctl, ctlIn := os.NewFile(uintptr(pair[0]), "sandbox-ctl"), os.NewFile(uintptr(pair[1]), "sandbox-ctl")
+	defer ctlIn.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		ctl.Close()
+		return nil, err
+	}
+	defer statusW.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		ctl.Close()
+		statusR.Close()
+		return nil, err
+	}
+	defer null.Close()
+	uid, gid := os.Getuid(), os.Getgid()
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+	if !hostNet {
+		flags |= unix.CLONE_NEWNET
+	}
+	attr := &os.ProcAttr{
+		Dir: "/",
+		// Not nil, which would hand the trampoline the host's environment.
+		// One P: init mostly waits, and fewer threads start faster.
+		Env:   []string{"GOMAXPROCS=1"},
+		Files: []*os.File{null, null, null, ctlIn, statusW},
+		Sys: &syscall.SysProcAttr{
+			Cloneflags: flags,
+			// The child keeps the host's uid and gid, seen from inside too.
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			Pdeathsig:                  syscall.SIGKILL,
+			Setpgid:                    true,
+		},
+	}
+	args := []string{initArg0}
+	if hostNet {
+		args = append(args, hostNetArg)
+	}
+	var proc *os.Process
+	spawn(func() { proc, err = os.StartProcess("/proc/self/exe", args, attr) })
+	if err != nil {
+		ctl.Close()
+		statusR.Close()
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
+			return nil, fmt.Errorf("%w: cannot create user namespaces: %v", ErrUnavailable, err)
 		}
-		return &SetupError{Step: "clone", Path: "/proc/self/exe", Err: startErr}
+		return nil, &SetupError{Step: "clone", Path: "/proc/self/exe", Err: err}
 	}
-	l.readers.Add(1)
-	go l.readStatus()
-	// A failure after the clone kills and reaps the trampoline (and with
+	t := &trampoline{proc: proc, ctl: ctl, statusR: statusR, hostNet: hostNet,
+		ready: make(chan struct{}), msgs: make(chan message, 4)}
+	t.readers.Add(1)
+	go t.readStatus()
+	return t, nil
+}
+
+// readStatus turns the status stream into messages; "ready" closes
+// t.ready, the exit message is kept for Exit.
+func (t *trampoline) readStatus() {
+	defer t.readers.Done()
+	defer close(t.msgs)
+	readyOnce := sync.OnceFunc(func() { close(t.ready) })
+	defer readyOnce()
+	sc := bufio.NewScanner(t.statusR)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		var m message
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		switch m.Event {
+		case "ready":
+			readyOnce()
+			continue
+		case "exit":
+			t.exit = m.Exit
+			continue
+		}
+		readyOnce()
+		select {
+		case t.msgs <- m:
+		default: // nobody waits any more (Start returned)
+		}
+	}
+}
+
+// alive reports whether the trampoline still runs (it has not been waited
+// for, so it is at worst a zombie).
+func (t *trampoline) alive() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, t.proc.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo == 0
+}
+
+// discard kills and reaps an unused trampoline.
+func (t *trampoline) discard() {
+	_ = t.proc.Kill()
+	_, _ = t.proc.Wait()
+	t.ctl.Close()
+	t.readers.Wait()
+	t.statusR.Close()
+}
+
+// The pool keeps one trampoline of each kind (own network or host
+// network) ready once a kind has been used, so a command finds its
+// sandbox's namespaces made and its init's runtime up: the re-execution
+// of the host binary, most of a start's cost, happens between commands.
+// A ready trampoline is an idle process; it dies with the host.
+var pool struct {
+	sync.Mutex
+	ready   [2]*trampoline
+	filling [2]bool
+	off     bool
+}
+
+func kindOf(hostNet bool) int {
+	if hostNet {
+		return 1
+	}
+	return 0
+}
+
+// take returns a ready trampoline of the kind, or starts one.
+func take(hostNet bool) (*trampoline, error) {
+	k := kindOf(hostNet)
+	pool.Lock()
+	t := pool.ready[k]
+	pool.ready[k] = nil
+	pool.Unlock()
+	if t != nil && !t.alive() {
+		t.discard()
+		t = nil
+	}
+	if t != nil {
+		return t, nil
+	}
+	return newTrampoline(hostNet)
+}
+
+func refill(hostNet bool) {
+	k := kindOf(hostNet)
+	pool.Lock()
+	if pool.ready[k] != nil || pool.filling[k] || pool.off {
+		pool.Unlock()
+		return
+	}
+	pool.filling[k] = true
+	pool.Unlock()
+	t, err := newTrampoline(hostNet)
+	pool.Lock()
+	defer pool.Unlock()
+	pool.filling[k] = false
+	if err != nil {
+		return // the next take starts one itself and reports the error
+	}
+	if pool.ready[k] != nil || pool.off {
+		go t.discard()
+		return
+	}
+	pool.ready[k] = t
+}
+
+// Prewarm makes sure a ready trampoline of the kind (hostNet: sharing the
+// host's network) waits in the pool and returns once its init is ready,
+// or with the set-up error that stopped it. Hosts call it at start-up to
+// pay the first sandbox's cost early.
+func Prewarm(hostNet bool) error {
+	k := kindOf(hostNet)
+	pool.Lock()
+	t := pool.ready[k]
+	pool.Unlock()
+	if t == nil {
+		var err error
+		if t, err = newTrampoline(hostNet); err != nil {
+			return err
+		}
+		pool.Lock()
+		if pool.ready[k] != nil || pool.off {
+			pool.Unlock()
+			t.discard()
+			pool.Lock()
+		} else {
+			pool.ready[k] = t
+		}
+		t = pool.ready[k]
+		pool.Unlock()
+		if t == nil {
+			return nil // the pool is off
+		}
+	}
+	<-t.ready
+	select {
+	case m, ok := <-t.msgs:
+		// Not ready: it failed; the message is its error, or it died.
+		pool.Lock()
+		if pool.ready[k] == t {
+			pool.ready[k] = nil
+		}
+		pool.Unlock()
+		t.discard()
+		if ok && m.Event == "error" {
+			return m.setupErr()
+		}
+		return &SetupError{Step: "trampoline", Err: errors.New("exited before it was ready")}
+	default:
+		return nil
+	}
+}
+
+// SetPrewarm turns the pool of ready trampolines on (the default) or off;
+// off also ends the ready ones. Hosts that start one command and exit, and
+// tests that count processes or descriptors, turn it off.
+func SetPrewarm(on bool) {
+	pool.Lock()
+	pool.off = !on
+	var idle []*trampoline
+	if !on {
+		for k, t := range pool.ready {
+			if t != nil {
+				idle = append(idle, t)
+				pool.ready[k] = nil
+			}
+		}
+	}
+	pool.Unlock()
+	for _, t := range idle {
+		t.discard()
+	}
+}
+
+// Launch is one sandboxed command, seen from the host: made by Start,
+// finished by Wait.
+type Launch struct {
+	// Process is the sandbox's init (pid 1 inside); signals to it reach
+	// the whole sandbox, and its end is the end of every process in it.
+	Process *os.Process
+	// Report is what the sandbox enforced.
+	Report *Report
+
+	t      *trampoline
+	fwd    sync.WaitGroup
+	cancel context.CancelFunc
+
+	waitDelay time.Duration
+	copiers   sync.WaitGroup
+	copyErr   error
+	copyMu    sync.Mutex
+	hostEnds  []*os.File // pipe ends copied by the host; closed after Wait
+}
+
+// Start runs spec's target in a sandbox and returns once it runs, or with
+// a *SetupError when the sandbox could not be built (nothing of the
+// target ran then, and nothing is left to Wait for), or an error wrapping
+// ErrUnavailable when this host cannot make sandboxes. join, when set,
+// runs with the init's pid before the target is started (cgroup
+// placement). dial serves forwarded ports.
+func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) error, dial Dialer) (*Launch, error) {
+	t, err := take(spec.Net.Host)
+	if err != nil {
+		return nil, err
+	}
+	// The next command's trampoline starts once this one's target runs
+	// (or failed), not during its set-up.
+	defer func() { go refill(spec.Net.Host) }()
+	l := &Launch{Process: t.proc, t: t, waitDelay: stdio.WaitDelay}
+	// A failure after the trampoline exists kills and reaps it (and with
 	// it anything it started) before returning: the caller must not Wait.
-	fail := func(err error) error {
-		_ = x.Process.Kill()
-		l.specW.Close()
-		_ = x.Wait()
-		l.Finish()
-		return err
+	fail := func(err error) (*Launch, error) {
+		_ = t.proc.Kill()
+		if l.waitDelay <= 0 {
+			l.waitDelay = time.Second
+		}
+		_, _ = l.Wait()
+		return nil, err
 	}
 	if join != nil {
-		if err := join(x.Process.Pid); err != nil {
+		if err := join(t.proc.Pid); err != nil {
 			return fail(&SetupError{Step: "join cgroup", Err: err})
 		}
 	}
-	b, err := json.Marshal(l.spec)
-	if err == nil {
-		_, err = l.specW.Write(b)
+	files, err := l.stdioFiles(stdio)
+	var fwdHost, fwdIn *os.File
+	if err == nil && len(spec.Net.Forward) > 0 && !spec.Net.Host {
+		if fwdHost, fwdIn, err = netfwd.Pair(); err == nil {
+			files = append(files, fwdIn)
+		}
 	}
-	l.specW.Close()
+	if err == nil {
+		err = sendSpec(t.ctl, spec, files)
+	}
+	for _, f := range files {
+		f.Close() // the sandbox has its copies
+	}
 	if err != nil {
+		if fwdHost != nil {
+			fwdHost.Close()
+		}
 		return fail(&SetupError{Step: "send spec", Err: err})
 	}
-	if l.fwdHost != nil {
+	if fwdHost != nil {
 		fctx, cancel := context.WithCancel(context.Background())
 		l.cancel = cancel
-		l.readers.Add(1)
+		l.fwd.Add(1)
 		go func() {
-			defer l.readers.Done()
-			_ = netfwd.Host(fctx, l.fwdHost, dial)
+			defer l.fwd.Done()
+			defer fwdHost.Close()
+			_ = netfwd.Host(fctx, fwdHost, dial)
 		}()
 	}
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
 	select {
-	case m, ok := <-l.msgs:
+	case m, ok := <-t.msgs:
 		switch {
 		case !ok:
 			return fail(&SetupError{Step: "trampoline", Err: errors.New("exited before the target started")})
@@ -184,10 +395,10 @@ func (l *Launch) Start(ctx context.Context, x *exec.Cmd, join func(pid int) erro
 			return fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("unexpected message %q", m.Event)})
 		}
 		l.Report = m.Report
-		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", x.Process.Pid)); err == nil {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", t.proc.Pid)); err == nil {
 			l.Report.PidNamespace = ns
 		}
-		return nil
+		return l, nil
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	case <-timer.C:
@@ -199,46 +410,206 @@ func (l *Launch) Start(ctx context.Context, x *exec.Cmd, join func(pid int) erro
 // milliseconds a start takes, and only a wedged kernel call reaches it.
 const startTimeout = 30 * time.Second
 
-// readStatus turns the status stream into messages; the exit message is
-// kept for Finish.
-func (l *Launch) readStatus() {
-	defer l.readers.Done()
-	defer close(l.msgs)
-	sc := bufio.NewScanner(l.statusR)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		var m message
-		if json.Unmarshal(sc.Bytes(), &m) != nil {
-			continue
-		}
-		if m.Event == "exit" {
-			l.exit = m.Exit
-			continue
-		}
-		select {
-		case l.msgs <- m:
-		default: // nobody waits any more (Start returned)
-		}
+// sendSpec hands the trampoline the target's descriptors (stdin, stdout,
+// stderr, then the forwarding socket if any) with an 8-byte length, then
+// the spec as JSON of that length.
+func sendSpec(ctl *os.File, spec *Spec, files []*os.File) error {
+	b, err := json.Marshal(wireSpec{Spec: *spec, ForceStage: forceStage})
+	if err != nil {
+		return err
 	}
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
+	if err := unix.Sendmsg(int(ctl.Fd()), hdr[:], unix.UnixRights(fds...), nil, 0); err != nil {
+		return os.NewSyscallError("sendmsg", err)
+	}
+	_, err = ctl.Write(b)
+	return err
 }
 
-// Finish is called after the exec.Cmd's Wait returned (the trampoline and,
-// with it, every process of the sandbox are gone). It waits for the status
-// and forwarding goroutines and says how the target ended: nil when the
-// trampoline died before it could tell (killed by a timeout or cancel).
-func (l *Launch) Finish() *Exit {
+// wireSpec is what travels to init: the spec, and a switch tests use to
+// take the slow way through a target stage.
+type wireSpec struct {
+	Spec
+	ForceStage bool `json:"force_stage,omitempty"`
+}
+
+// forceStage makes init start the target through the target stage, as it
+// does where the kernel refuses ptrace; set by tests only.
+var forceStage bool
+
+// stdioFiles returns the descriptors the target gets as 0, 1 and 2,
+// starting a copier for each stream that is not a file.
+func (l *Launch) stdioFiles(s Stdio) ([]*os.File, error) {
+	var files []*os.File
+	fail := func(err error) ([]*os.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, err
+	}
+	// stdin
+	switch r := s.Stdin.(type) {
+	case nil:
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return fail(err)
+		}
+		files = append(files, f)
+	case *os.File:
+		f, err := dupFile(r)
+		if err != nil {
+			return fail(err)
+		}
+		files = append(files, f)
+	default:
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		files = append(files, pr)
+		l.hostEnds = append(l.hostEnds, pw)
+		l.copiers.Add(1)
+		go func() {
+			defer l.copiers.Done()
+			_, err := io.Copy(pw, r)
+			if errors.Is(err, unix.EPIPE) || errors.Is(err, os.ErrClosed) {
+				err = nil // the target stopped reading, as exec.Cmd treats it
+			}
+			l.noteCopyErr(err)
+			pw.Close()
+		}()
+	}
+	var shared *os.File // stdout's pipe, reused when stderr is the same writer
+	for i, w := range []io.Writer{s.Stdout, s.Stderr} {
+		switch v := w.(type) {
+		case nil:
+			f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if err != nil {
+				return fail(err)
+			}
+			files = append(files, f)
+			continue
+		case *os.File:
+			f, err := dupFile(v)
+			if err != nil {
+				return fail(err)
+			}
+			files = append(files, f)
+			continue
+		}
+		if i == 1 && shared != nil && sameWriter(s.Stdout, s.Stderr) {
+			f, err := dupFile(shared)
+			if err != nil {
+				return fail(err)
+			}
+			files = append(files, f)
+			continue
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		files = append(files, pw)
+		shared = pw
+		l.hostEnds = append(l.hostEnds, pr)
+		l.copiers.Add(1)
+		go func() {
+			defer l.copiers.Done()
+			_, err := io.Copy(w, pr)
+			if errors.Is(err, os.ErrClosed) {
+				err = nil // closed by Wait after WaitDelay; reported there
+			}
+			l.noteCopyErr(err)
+		}()
+	}
+	return files, nil
+}
+
+// sameWriter reports whether stdout and stderr are one comparable writer,
+// which exec.Cmd also feeds through one pipe.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() { _ = recover() }() // incomparable dynamic types
+	return a == b
+}
+
+// dupFile duplicates f (close-on-exec), so closing the copy after the
+// send leaves the caller's file alone.
+func dupFile(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+func (l *Launch) noteCopyErr(err error) {
+	if err == nil {
+		return
+	}
+	l.copyMu.Lock()
+	if l.copyErr == nil {
+		l.copyErr = err
+	}
+	l.copyMu.Unlock()
+}
+
+// Wait waits for the sandbox to end (its init, and with it every process
+// in it), then for the copying of the target's streams, as exec.Cmd.Wait
+// does: at most WaitDelay after the end, then the pipes are closed and
+// exec.ErrWaitDelay is returned if nothing else went wrong. A target that
+// exited non-zero gives an *exec.ExitError.
+//
+// A goroutine copying from a Stdin that never returns from Read is left
+// behind after WaitDelay, as exec.Cmd leaves it.
+func (l *Launch) Wait() (*os.ProcessState, error) {
+	state, err := l.Process.Wait()
+	copied := make(chan struct{})
+	go func() {
+		l.copiers.Wait()
+		close(copied)
+	}()
+	late := false
+	if l.waitDelay > 0 {
+		timer := time.NewTimer(l.waitDelay)
+		select {
+		case <-copied:
+		case <-timer.C:
+			late = true
+		}
+		timer.Stop()
+	} else {
+		<-copied
+	}
+	for _, f := range l.hostEnds {
+		f.Close()
+	}
 	if l.cancel != nil {
 		l.cancel()
 	}
-	l.readers.Wait()
-	l.closeAll()
-	return l.exit
+	l.fwd.Wait()
+	l.t.ctl.Close()
+	l.t.readers.Wait()
+	l.t.statusR.Close()
+	l.copyMu.Lock()
+	copyErr := l.copyErr
+	l.copyMu.Unlock()
+	switch {
+	case err != nil:
+	case !state.Success():
+		err = &exec.ExitError{ProcessState: state}
+	case copyErr != nil:
+		err = copyErr
+	case late:
+		err = exec.ErrWaitDelay
+	}
+	return state, err
 }
 
-func (l *Launch) closeAll() {
-	for _, f := range []*os.File{l.specW, l.specR, l.statusR, l.statusW, l.fwdHost, l.fwdIn} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
+// Exit says how the target ended, after Wait: nil when the sandbox died
+// before it could tell (killed by a timeout or cancel).
+func (l *Launch) Exit() *Exit { return l.t.exit }

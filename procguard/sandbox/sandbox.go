@@ -1,14 +1,32 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard/landlock"
 )
+
+// Dialer dials a loopback address on behalf of a sandboxed child; it must
+// decide with the policy first. Used only when the spec forwards ports.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Stdio is the target's standard streams and how long Wait waits for
+// their copying once the sandbox is gone, as in exec.Cmd: an *os.File is
+// handed to the target itself, nil means the null device, any other
+// reader or writer is fed through a pipe.
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	WaitDelay      time.Duration
+}
 
 // Spec is everything the trampoline needs to run one target. The host
 // builds it from the guard scope (procguard does) and sends it to the

@@ -4,27 +4,28 @@ package sandbox
 
 import (
 	"context"
-	"net"
-	"os/exec"
+	"os"
 )
 
-// Launch is Linux-only; elsewhere Command fails with ErrUnavailable.
+// Launch is Linux-only; elsewhere Start fails with ErrUnavailable.
 type Launch struct {
-	Report *Report
+	Process *os.Process
+	Report  *Report
 }
 
-// Dialer dials a loopback address on behalf of a sandboxed child.
-type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// Command fails outside Linux: there is no sandbox to start.
-func Command(x *exec.Cmd, spec *Spec) (*Launch, error) {
+// Start fails outside Linux: there is no sandbox to start.
+func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) error, dial Dialer) (*Launch, error) {
 	return nil, ErrUnavailable
 }
 
-// Start fails outside Linux.
-func (l *Launch) Start(ctx context.Context, x *exec.Cmd, join func(pid int) error, dial Dialer) error {
-	return ErrUnavailable
-}
+// Wait fails outside Linux.
+func (l *Launch) Wait() (*os.ProcessState, error) { return nil, ErrUnavailable }
 
-// Finish returns nil outside Linux.
-func (l *Launch) Finish() *Exit { return nil }
+// Exit returns nil outside Linux.
+func (l *Launch) Exit() *Exit { return nil }
+
+// Prewarm fails outside Linux.
+func Prewarm(hostNet bool) error { return ErrUnavailable }
+
+// SetPrewarm does nothing outside Linux.
+func SetPrewarm(on bool) {}

@@ -19,8 +19,8 @@ import (
 // aid, not a wall: a hostile, multi-threaded target can change a path in
 // its memory between the check and the kernel's own read
 // (seccomp_unotify(2)). The walls are Landlock and the mounts.
-func (st *initState) serveSeccomp() {
-	_ = seccomp.Serve(st.listener, st.stop, st.decide)
+func (st *initState) serveSeccomp(listener int) {
+	_ = seccomp.Serve(listener, st.stop, st.decide)
 }
 
 // decide returns 0 to let the call go on, or the errno it fails with.

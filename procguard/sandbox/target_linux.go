@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,20 +20,23 @@ import (
 	"github.com/auditguard/auditguard/procguard/internal/seccomp"
 )
 
-// The target stage is pid 2: init started it in the target's directory and
-// a new session. Its steps take away what the target must not have, in
-// this order:
+// The target inherits its confinement from the thread that starts it.
+// Init starts it directly (forkTarget, the fast way) from a locked thread
+// that first takes away what the target must not have; where the kernel
+// refuses the ptrace stop that sets the rlimits before the target's first
+// instruction, init re-executes the host binary as a target stage (pid 2)
+// that does the same and execs the target itself (runTarget). Either way
+// the steps run in this order:
 //   - no_new_privs first: Landlock and seccomp need it, and no set-uid
 //     file may undo what follows;
-//   - capabilities next, while the stage still holds CAP_SETPCAP in the
+//   - capabilities next, while the thread still holds CAP_SETPCAP in the
 //     user namespace (the target must not remount, unmount or unshare its
 //     way out of the mounts);
-//   - Landlock, then the seccomp filter last but one (after it, the
-//     stage's own file calls would wait on init);
-//   - rlimits last, after the only allocations, so they hold from the
-//     target's first instruction without starving this Go runtime.
-//
-// Every step runs on this locked thread, the one that execs.
+//   - Landlock, then the seccomp filter last (after it, the thread's own
+//     file calls wait on init's supervisor);
+//   - rlimits: set on the stopped target after exec (fast way), or by the
+//     stage after its last allocation; both before the target's first
+//     instruction.
 type targetState struct {
 	spec     targetSpec
 	errPipe  *os.File
@@ -43,25 +47,42 @@ type targetState struct {
 	argv, envv []*byte
 }
 
-var targetSteps = []struct {
+// fds of the target stage: 0-2 the target's stdio, then these.
+const (
+	fdStageSpec   = 3 // the spec, from init
+	fdStageErr    = 4 // a step's error to init; EOF at exec
+	fdStageReport = 5 // the report and seccomp listener to init
+)
+
+type targetStep struct {
 	name string
 	run  func(*targetState) error
-}{
-	{"read spec", readTargetSpec},
+}
+
+// confineSteps take away from the calling thread, and so from every
+// process it starts, what the target must not have.
+var confineSteps = []targetStep{
 	{"no_new_privs", noNewPrivs},
 	{"drop capabilities", dropCapabilities},
 	{"landlock", restrictLandlock},
 	{"seccomp", installSeccomp},
-	{"prepare exec", prepareExec},
-	{"report", sendStageReport},
-	{"rlimits", setRlimits},
-	{"exec", execTarget},
 }
+
+// stageSteps are the target stage's, around confineSteps.
+var stageSteps = slices.Concat(
+	[]targetStep{{"read spec", readTargetSpec}},
+	confineSteps,
+	[]targetStep{
+		{"prepare exec", prepareExec},
+		{"report", sendStageReport},
+		{"rlimits", setRlimits},
+		{"exec", execTarget},
+	})
 
 func runTarget() int {
 	runtime.LockOSThread()
-	ts := &targetState{errPipe: os.NewFile(fdStatus, "stage-error"), listener: -1}
-	for _, s := range targetSteps {
+	ts := &targetState{errPipe: os.NewFile(fdStageErr, "stage-error"), listener: -1}
+	for _, s := range stageSteps {
 		if err := s.run(ts); err != nil {
 			path := ""
 			if s.name == "exec" {
@@ -76,7 +97,7 @@ func runTarget() int {
 }
 
 func readTargetSpec(ts *targetState) error {
-	f := os.NewFile(fdSpec, "spec")
+	f := os.NewFile(fdStageSpec, "spec")
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
 	if err != nil {
@@ -177,9 +198,7 @@ func cStrings(ss []string) ([]*byte, error) {
 // sendStageReport tells init what was applied and hands it the seccomp
 // listener; the stage's copy is closed so only init holds it.
 func sendStageReport(ts *targetState) error {
-	for _, r := range ts.spec.Rlimits {
-		ts.report.Rlimits = append(ts.report.Rlimits, r.Name+"="+strconv.FormatUint(r.Value, 10))
-	}
+	ts.report.Rlimits = rlimitNames(ts.spec.Rlimits)
 	b, err := json.Marshal(&ts.report)
 	if err != nil {
 		return err
@@ -188,21 +207,33 @@ func sendStageReport(ts *targetState) error {
 	if ts.listener >= 0 {
 		oob = unix.UnixRights(ts.listener)
 	}
-	err = unix.Sendmsg(5, b, oob, nil, 0)
+	err = unix.Sendmsg(fdStageReport, b, oob, nil, 0)
 	if ts.listener >= 0 {
 		unix.Close(ts.listener)
 	}
 	return err
 }
 
-func setRlimits(ts *targetState) error {
-	for _, r := range ts.spec.Rlimits {
+func setRlimits(ts *targetState) error { return prlimits(0, ts.spec.Rlimits) }
+
+// prlimits sets every limit, soft and hard, on pid (0: this process).
+func prlimits(pid int, rls []Rlimit) error {
+	for _, r := range rls {
 		rl := unix.Rlimit{Cur: r.Value, Max: r.Value}
-		if err := unix.Prlimit(0, r.Resource, &rl, nil); err != nil {
+		if err := unix.Prlimit(pid, r.Resource, &rl, nil); err != nil {
 			return fmt.Errorf("%s=%d: %w", r.Name, r.Value, err)
 		}
 	}
 	return nil
+}
+
+// rlimitNames renders the limits for the report ("cpu=10").
+func rlimitNames(rls []Rlimit) []string {
+	var out []string
+	for _, r := range rls {
+		out = append(out, r.Name+"="+strconv.FormatUint(r.Value, 10))
+	}
+	return out
 }
 
 // execTarget replaces the stage with the target. It uses the raw system

@@ -3,8 +3,10 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -39,7 +41,7 @@ func init() {
 	}
 	switch os.Args[0] {
 	case initArg0:
-		os.Exit(runInit())
+		os.Exit(runInit(len(os.Args) > 1 && os.Args[1] == hostNetArg))
 	case targetArg0:
 		os.Exit(runTarget())
 	}
@@ -47,16 +49,21 @@ func init() {
 
 // initState is what init's steps share.
 type initState struct {
-	spec   Spec
-	status *os.File
-	pols   []*policy.Policy
-	report Report
-	stop   chan struct{}
+	spec    Spec
+	hostNet bool       // the sandbox shares the host's network namespace
+	stdio   []*os.File // the target's 0, 1, 2, from the host
+	fwd     *os.File   // the forwarding socket, with forwards
+	stage   bool       // start the target through a target stage (tests)
+	status  *os.File
+	pols    []*policy.Policy
+	report  Report
+	stop    chan struct{}
 
-	target   *os.Process
-	stageErr *os.File // the target stage's error pipe (EOF once it exec'd)
-	stageFD  *os.File // init's end of the socket the stage sends its report on
-	listener int      // seccomp listener, -1 without
+	targetPid int
+	early     *unix.WaitStatus // the target's status, when it ended before reap ran
+	stageErr  *os.File         // the target stage's error pipe (EOF once it exec'd)
+	stageFD   *os.File         // init's end of the socket the stage sends its report on
+	listener  int              // seccomp listener, -1 without
 }
 
 // step is one named piece of set-up; its name reaches the host in a
@@ -66,51 +73,51 @@ type step struct {
 	run  func(*initState) error
 }
 
-// initSteps run in this order:
-//   - the spec is read first: the host sends it only after placing this
-//     process in its cgroups, so nothing below runs outside them;
+// warmSteps need no spec: init runs them as soon as it starts, usually
+// while it waits in the pool for a command, then says "ready".
 //   - mounts become private before any mount, so nothing propagates back
 //     to the host;
 //   - /proc is remounted before the supervisor needs it: seccomp names
 //     tasks by their pid in this namespace;
+//   - the reflection caches of the wire types are built, so decoding the
+//     spec and encoding the report cost what the data costs.
+var warmSteps = []step{
+	{"private mounts", privateMounts},
+	{"mount proc", mountProc},
+	{"loopback", loopback},
+	{"prime", primeCodecs},
+}
+
+// initSteps run once the spec is there, in this order:
+//   - the spec is read first: the host sends it only after placing this
+//     process in its cgroups, so nothing below runs outside them;
 //   - the policies are rebuilt before any mask, while resolution still
 //     sees the real tree;
 //   - masks and read-only binds come before the target exists;
-//   - the target stage starts last, and the supervisor serves it as soon
-//     as the stage hands over its seccomp listener.
+//   - the target starts last, its file calls judged by the supervisor
+//     from its first one.
 var initSteps = []step{
 	{"read spec", readSpec},
-	{"private mounts", privateMounts},
-	{"mount proc", mountProc},
 	{"load policy", loadPolicies},
 	{"mask read-deny", maskReadDeny},
 	{"protect names", protectNames},
-	{"loopback", loopback},
+	{"forward", forward},
 	{"start target", startTarget},
-	{"target setup", awaitTarget},
 }
 
-func runInit() int {
-	st := &initState{status: os.NewFile(fdStatus, "status"), stop: make(chan struct{}), listener: -1}
-	// The inherited fds must not reach the target stage.
-	_ = unix.CloseRange(fdSpec, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	for _, s := range initSteps {
-		if err := s.run(st); err != nil {
-			name, path := s.name, ""
-			var pe *fs.PathError
-			var se *SetupError
-			switch {
-			case errors.As(err, &se): // the target stage's own step
-				name, path, err = se.Step, se.Path, se.Err
-			case errors.As(err, &pe):
-				path, err = pe.Path, pe.Err
-			}
-			st.send(errorMessage(name, path, err))
-			if st.target != nil {
-				_ = st.target.Kill()
-			}
-			return 125
-		}
+// hostNetArg is init's argv[1] when it shares the host's network.
+const hostNetArg = "hostnet"
+
+func runInit(hostNet bool) int {
+	st := &initState{status: os.NewFile(fdStatus, "status"), stop: make(chan struct{}), listener: -1, hostNet: hostNet}
+	// The inherited fds must not reach the target.
+	_ = unix.CloseRange(fdCtl, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if !st.run(warmSteps) {
+		return 125
+	}
+	st.send(message{Event: "ready"})
+	if !st.run(initSteps) {
+		return 125
 	}
 	st.send(message{Event: "started", Report: &st.report})
 	exit := st.reap()
@@ -122,6 +129,29 @@ func runInit() int {
 	return exit.Code
 }
 
+// run runs steps until one fails, which it reports to the host.
+func (st *initState) run(steps []step) bool {
+	for _, s := range steps {
+		if err := s.run(st); err != nil {
+			name, path := s.name, ""
+			var pe *fs.PathError
+			var se *SetupError
+			switch {
+			case errors.As(err, &se): // the target stage's own step
+				name, path, err = se.Step, se.Path, se.Err
+			case errors.As(err, &pe):
+				path, err = pe.Path, pe.Err
+			}
+			st.send(errorMessage(name, path, err))
+			if st.targetPid > 0 {
+				_ = unix.Kill(st.targetPid, unix.SIGKILL)
+			}
+			return false
+		}
+	}
+	return true
+}
+
 func (st *initState) send(m message) {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -130,17 +160,75 @@ func (st *initState) send(m message) {
 	_, _ = st.status.Write(append(b, '\n'))
 }
 
+// readSpec takes the target's descriptors and the spec from the control
+// socket (see sendSpec).
 func readSpec(st *initState) error {
-	f := os.NewFile(fdSpec, "spec")
+	f := os.NewFile(fdCtl, "ctl")
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	var hdr [8]byte
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := unix.Recvmsg(fdCtl, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return os.NewSyscallError("recvmsg", err)
+	}
+	if n == 0 {
+		return errors.New("no spec: the host went away")
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for i := range msgs {
+			if more, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+				fds = append(fds, more...)
+			}
+		}
+	}
+	for _, fd := range fds {
+		st.stdio = append(st.stdio, os.NewFile(uintptr(fd), "stdio"))
+	}
+	if n != len(hdr) || len(fds) < 3 {
+		return fmt.Errorf("bad spec header (%d bytes, %d descriptors)", n, len(fds))
+	}
+	if len(st.stdio) > 3 {
+		st.fwd, st.stdio = st.stdio[3], st.stdio[:3]
+	}
+	size := binary.LittleEndian.Uint64(hdr[:])
+	if size > 64<<20 {
+		return fmt.Errorf("spec of %d bytes", size)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return fmt.Errorf("reading the spec: %w", err)
+	}
+	var ws wireSpec
+	if err := json.Unmarshal(b, &ws); err != nil {
+		return err
+	}
+	st.spec, st.stage = ws.Spec, ws.ForceStage
+	if st.spec.Net.Host != st.hostNet {
+		return errors.New("the spec's network does not match the trampoline's")
+	}
+	return nil
+}
+
+// primeCodecs encodes and decodes one of each wire type with every nested
+// type present, so the reflection caches are built before the spec comes.
+func primeCodecs(*initState) error {
+	b, err := json.Marshal(wireSpec{Spec: Spec{
+		Args: []string{""}, Env: []string{""},
+		Files:    []policy.Spec{{}},
+		Landlock: &landlock.Ruleset{},
+		Net:      Net{Forward: []uint16{1}},
+		Rlimits:  []Rlimit{{}},
+	}})
 	if err != nil {
 		return err
 	}
-	if len(b) == 0 {
-		return errors.New("no spec: the host went away")
+	var ws wireSpec
+	if err := json.Unmarshal(b, &ws); err != nil {
+		return err
 	}
-	return json.Unmarshal(b, &st.spec)
+	_, err = json.Marshal(message{Report: &Report{Masked: []string{""}}, Exit: &Exit{}})
+	return err
 }
 
 func privateMounts(st *initState) error {
@@ -148,7 +236,7 @@ func privateMounts(st *initState) error {
 		return &fs.PathError{Op: "mount", Path: "/", Err: err}
 	}
 	st.report.Namespaces = []string{"user", "mnt", "pid", "ipc", "uts"}
-	if !st.spec.Net.Host {
+	if !st.hostNet {
 		st.report.Namespaces = append(st.report.Namespaces, "net")
 	}
 	return nil
@@ -182,31 +270,40 @@ func loadPolicies(st *initState) error {
 }
 
 func loopback(st *initState) error {
-	if st.spec.Net.Host {
+	if st.hostNet {
 		return nil
 	}
 	if err := netfwd.LoopbackUp(); err != nil {
 		return err
 	}
 	st.report.Loopback = true
-	if len(st.spec.Net.Forward) == 0 {
+	return nil
+}
+
+// forward serves the loopback ports the policy allows.
+func forward(st *initState) error {
+	if st.hostNet || len(st.spec.Net.Forward) == 0 {
 		return nil
+	}
+	if st.fwd == nil {
+		return errors.New("no forwarding socket")
 	}
 	ports := make([]netfwd.Port, len(st.spec.Net.Forward))
 	for i, p := range st.spec.Net.Forward {
 		ports[i] = netfwd.Port{Port: p}
 	}
-	ctl := os.NewFile(fdFwd, "forward")
-	go func() { _ = netfwd.Serve(ctl, ports, st.stop) }()
+	if _, err := netfwd.Start(st.fwd, ports, st.stop); err != nil {
+		return err
+	}
 	st.report.Forwarded = st.spec.Net.Forward
 	return nil
 }
 
-// startTarget starts the target stage: the host binary again, in a new
+// startStage starts the target stage: the host binary again, in a new
 // session (so it cannot push input into a terminal it shares with the
 // host: TIOCSTI, CVE-2017-5226), in the target's directory, with nothing
 // of init's environment.
-func startTarget(st *initState) error {
+func startStage(st *initState) error {
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -231,9 +328,9 @@ func startTarget(st *initState) error {
 		Args:        []string{targetArg0},
 		Env:         []string{},
 		Dir:         st.spec.Dir,
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
+		Stdin:       st.stdio[0],
+		Stdout:      st.stdio[1],
+		Stderr:      st.stdio[2],
 		ExtraFiles:  []*os.File{specR, errW, theirs},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
@@ -247,7 +344,7 @@ func startTarget(st *initState) error {
 		}
 		return err
 	}
-	st.target, st.stageErr, st.stageFD = c.Process, errR, mine
+	st.targetPid, st.stageErr, st.stageFD = c.Process.Pid, errR, mine
 	ts := targetSpec{Spec: st.spec, SeccompReads: st.needsReads()}
 	b, err := json.Marshal(&ts)
 	if err == nil {
@@ -269,9 +366,9 @@ func (st *initState) needsReads() bool {
 	return false
 }
 
-// awaitTarget takes the stage's report (and its seccomp listener), then
+// awaitStage takes the stage's report (and its seccomp listener), then
 // waits until it exec'd the target or failed.
-func awaitTarget(st *initState) error {
+func awaitStage(st *initState) error {
 	defer st.stageFD.Close()
 	defer st.stageErr.Close()
 	buf := make([]byte, 64<<10)
@@ -297,7 +394,7 @@ func awaitTarget(st *initState) error {
 	if st.listener >= 0 {
 		st.report.Seccomp = true
 		st.report.SeccompReads = st.needsReads()
-		go st.serveSeccomp()
+		go st.serveSeccomp(st.listener)
 	}
 	// EOF: the stage exec'd the target (its end is close-on-exec); a
 	// message: a step failed.
@@ -310,7 +407,7 @@ func awaitTarget(st *initState) error {
 		}
 		return errors.New("target stage: " + string(b))
 	}
-	st.report.Pid = st.target.Pid
+	st.report.Pid = st.targetPid
 	return nil
 }
 
@@ -318,7 +415,10 @@ func awaitTarget(st *initState) error {
 // the target exits, then kills whatever is left, reaps it and returns how
 // the target ended. Background jobs never outlive the target.
 func (st *initState) reap() Exit {
-	var exit Exit
+	if st.early != nil {
+		st.reapAll()
+		return exitOf(*st.early)
+	}
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, 0, nil)
@@ -326,18 +426,20 @@ func (st *initState) reap() Exit {
 			continue
 		}
 		if err != nil {
-			return exit
+			return Exit{}
 		}
-		if pid == st.target.Pid {
-			if ws.Signaled() {
-				exit = Exit{Code: -1, Signal: ws.Signal()}
-			} else {
-				exit = Exit{Code: ws.ExitStatus()}
-			}
+		if pid == st.targetPid {
 			st.reapAll()
-			return exit
+			return exitOf(ws)
 		}
 	}
+}
+
+func exitOf(ws unix.WaitStatus) Exit {
+	if ws.Signaled() {
+		return Exit{Code: -1, Signal: ws.Signal()}
+	}
+	return Exit{Code: ws.ExitStatus()}
 }
 
 // reapAll kills every other process of the namespace and reaps them.

@@ -25,3 +25,8 @@ func Serve(ctl *os.File, ports []Port, stop <-chan struct{}) error { return erro
 func Host(ctx context.Context, ctl *os.File, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
 	return errors.ErrUnsupported
 }
+
+// Start fails outside Linux.
+func Start(ctl *os.File, ports []Port, stop <-chan struct{}) (<-chan error, error) {
+	return nil, errors.ErrUnsupported
+}

@@ -41,6 +41,20 @@ func Serve(ctl *os.File, ports []Port, stop <-chan struct{}) error {
 	return serve(ctl, ls, stop, config{})
 }
 
+// Start binds the listeners, so a connection made after it returns waits
+// for its tunnel, then serves them as Serve does on a new goroutine; the
+// channel gets Serve's result. A listener that cannot be made is returned
+// as the error, with nothing started.
+func Start(ctl *os.File, ports []Port, stop <-chan struct{}) (<-chan error, error) {
+	ls, err := listen(ports)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctl, ls, stop, config{}) }()
+	return done, nil
+}
+
 // config holds what tests change.
 type config struct {
 	// refused, when set, is called with each refusal's reason, from the

@@ -1,0 +1,262 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/auditguard/auditguard/policy"
+)
+
+// These tests drive the sandbox directly, without procguard's policy
+// pipeline: the target is /bin/sh, every start is bounded by a context
+// timeout, and every process of a sandbox dies with its init, which each
+// test waits for.
+
+const testTimeout = 20 * time.Second
+
+// shSpec runs script with sh inside a sandbox whose only write root is dir.
+func shSpec(t *testing.T, dir, script string) *Spec {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	return &Spec{
+		Path:  sh,
+		Args:  []string{"sh", "-c", script},
+		Env:   []string{"GREETING=hello"},
+		Dir:   dir,
+		Files: []policy.Spec{{WriteRoots: []string{dir}}},
+	}
+}
+
+// run starts spec and waits for it, failing the test on a set-up error.
+func run(t *testing.T, spec *Spec, stdio Stdio) (*Launch, *os.ProcessState, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if stdio.WaitDelay == 0 {
+		stdio.WaitDelay = 5 * time.Second
+	}
+	l, err := Start(ctx, spec, stdio, nil, nil)
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
+	defer timer.Stop()
+	state, err := l.Wait()
+	return l, state, err
+}
+
+// TestStartPaths runs the same target both ways init can start it: forked
+// from init and held at exec by ptrace while the rlimits are set, and
+// through the target stage where ptrace is refused. Both must give the
+// target its environment, directory, streams and limits, and nothing of
+// init's environment.
+func TestStartPaths(t *testing.T) {
+	for _, stage := range []bool{false, true} {
+		name := map[bool]string{false: "fork", true: "stage"}[stage]
+		t.Run(name, func(t *testing.T) {
+			forceStage = stage
+			defer func() { forceStage = false }()
+			dir := t.TempDir()
+			spec := shSpec(t, dir, `echo "$GREETING $GOMAXPROCS $(pwd) $(ulimit -n)"; read line; echo "in:$line"; echo err >&2; exit 3`)
+			spec.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NOFILE, Name: "nofile", Value: 77}}
+			var out, errb bytes.Buffer
+			l, state, err := run(t, spec, Stdio{Stdin: strings.NewReader("typed\n"), Stdout: &out, Stderr: &errb})
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || state.ExitCode() != 3 {
+				t.Fatalf("want exit 3 as *exec.ExitError, got %v (state %v)", err, state)
+			}
+			if want := "hello  " + dir + " 77\nin:typed\n"; out.String() != want {
+				t.Errorf("stdout %q, want %q", out.String(), want)
+			}
+			if errb.String() != "err\n" {
+				t.Errorf("stderr %q", errb.String())
+			}
+			if e := l.Exit(); e == nil || e.Code != 3 {
+				t.Errorf("Exit() = %+v, want code 3", e)
+			}
+			if got := strings.Join(l.Report.Rlimits, ","); got != "nofile=77" {
+				t.Errorf("report rlimits %q", got)
+			}
+			staged := strings.Contains(strings.Join(l.Report.Notes, "\n"), "second stage")
+			if staged != stage {
+				t.Errorf("report notes %q: staged=%v, want %v", l.Report.Notes, staged, stage)
+			}
+			if !l.Report.NoCapabilities || !l.Report.Seccomp {
+				t.Errorf("report %s: want caps dropped and seccomp on", l.Report)
+			}
+		})
+	}
+}
+
+// TestStdioKinds covers the stream kinds exec.Cmd accepts: files go to the
+// target as they are, nil is the null device, one writer for both
+// stdout and stderr keeps their order.
+func TestStdioKinds(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("same writer", func(t *testing.T) {
+		var both bytes.Buffer
+		_, _, err := run(t, shSpec(t, dir, `echo 1; echo 2 >&2; echo 3`), Stdio{Stdout: &both, Stderr: &both})
+		if err != nil || both.String() != "1\n2\n3\n" {
+			t.Fatalf("err %v, output %q", err, both.String())
+		}
+	})
+	t.Run("files and nil", func(t *testing.T) {
+		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		_, _, err = run(t, shSpec(t, dir, `cat; echo done`), Stdio{Stdout: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(f.Name())
+		if string(b) != "done\n" {
+			t.Fatalf("file got %q (stdin must be empty)", b)
+		}
+		if _, err := f.Stat(); err != nil {
+			t.Errorf("the caller's file was closed: %v", err)
+		}
+	})
+}
+
+// TestSignalledTarget: a target killed by a signal is reported with it.
+func TestSignalledTarget(t *testing.T) {
+	l, state, err := run(t, shSpec(t, t.TempDir(), `kill -TERM $$`), Stdio{})
+	if err == nil || state.ExitCode() != 128+int(unix.SIGTERM) {
+		t.Fatalf("err %v, exit %d", err, state.ExitCode())
+	}
+	if e := l.Exit(); e == nil || e.Signal != unix.SIGTERM {
+		t.Errorf("Exit() = %+v, want SIGTERM", e)
+	}
+}
+
+// TestPool: a ready trampoline is used by the next start, a dead one is
+// replaced, and turning the pool off leaves no process behind.
+func TestPool(t *testing.T) {
+	SetPrewarm(true)
+	defer SetPrewarm(true)
+	if err := Prewarm(false); errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	pool.Lock()
+	ready := pool.ready[0]
+	pool.Unlock()
+	if ready == nil {
+		t.Fatal("Prewarm left no trampoline in the pool")
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	l, _, err := run(t, shSpec(t, dir, `echo ok`), Stdio{Stdout: &out})
+	if err != nil || out.String() != "ok\n" {
+		t.Fatalf("err %v, out %q", err, out.String())
+	}
+	if l.Process.Pid != ready.proc.Pid {
+		t.Errorf("the start used pid %d, not the ready trampoline %d", l.Process.Pid, ready.proc.Pid)
+	}
+
+	// A ready trampoline that died is not used.
+	if err := Prewarm(false); err != nil {
+		t.Fatal(err)
+	}
+	pool.Lock()
+	dead := pool.ready[0]
+	pool.Unlock()
+	_ = dead.proc.Kill()
+	for deadline := time.Now().Add(5 * time.Second); dead.alive() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	out.Reset()
+	l, _, err = run(t, shSpec(t, dir, `echo ok`), Stdio{Stdout: &out})
+	if err != nil || out.String() != "ok\n" {
+		t.Fatalf("after a dead trampoline: err %v, out %q", err, out.String())
+	}
+	if l.Process.Pid == dead.proc.Pid {
+		t.Error("the start used the dead trampoline")
+	}
+
+	if err := Prewarm(false); err != nil {
+		t.Fatal(err)
+	}
+	SetPrewarm(false)
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("SetPrewarm(false) left children: %v", kids)
+	}
+}
+
+// TestNoLeaks: with the pool off, starts leave no descriptor and no
+// process behind.
+func TestNoLeaks(t *testing.T) {
+	SetPrewarm(false)
+	defer SetPrewarm(true)
+	dir := t.TempDir()
+	run(t, shSpec(t, dir, `true`), Stdio{}) // first use starts the keeper threads
+	before := fdCount(t)
+	for range 5 {
+		var out bytes.Buffer
+		if _, _, err := run(t, shSpec(t, dir, `echo x; echo y >&2`), Stdio{Stdin: strings.NewReader("z"), Stdout: &out, Stderr: &out}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := fdCount(t); after != before {
+		t.Errorf("descriptors: %d before, %d after", before, after)
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("children left: %v", kids)
+	}
+}
+
+func fdCount(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// children lists this process's live children (zombies excluded), from
+// every thread's /proc children list.
+func children(t *testing.T) []string {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Skipf("no /proc task list: %v", err)
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		for _, pid := range strings.Fields(string(b)) {
+			if seen[pid] {
+				continue
+			}
+			seen[pid] = true
+			st, err := os.ReadFile("/proc/" + pid + "/stat")
+			if err == nil && !strings.Contains(string(st), ") Z ") {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
