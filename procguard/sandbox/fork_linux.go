@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,29 +17,29 @@ import (
 // slower way through a target stage.
 var errTraceRefused = errors.New("ptrace refused")
 
-// startTarget starts the target. The fast way forks it straight from init:
-// one re-execution of the host binary per sandbox instead of two, which is
-// most of a start's cost.
+// startTarget starts the target. The fast way forks it straight from
+// init's command thread: one re-execution of the host binary per sandbox
+// instead of two, which is most of a start's cost.
+//
+// The command thread takes on the target's confinement for good. What
+// init still does on it afterwards (report, wait for the target) needs
+// nothing the confinement takes away, and no other goroutine runs on it:
+// its goroutine is locked to it, and the runtime starts later threads
+// from its template thread (made when the lock was taken, while this
+// thread was clean), never from a locked one.
 func startTarget(st *initState) error {
-	ts := &targetState{spec: targetSpec{Spec: st.spec, SeccompReads: st.needsReads()}, listener: -1}
-	err := errTraceRefused
 	if !st.stage {
-		done := make(chan error, 1)
-		go func() {
-			// The thread takes on the target's confinement and is never
-			// unlocked: it ends with this goroutine, so no other goroutine
-			// ever runs under it (and the runtime starts new threads from
-			// a clean template thread, not from a locked one).
-			runtime.LockOSThread()
-			done <- st.forkTarget(ts)
-		}()
-		err = <-done
+		ts := &targetState{spec: targetSpec{Spec: st.spec, SeccompReads: st.needsReads()}, listener: -1}
+		err := st.forkTarget(ts)
+		if !errors.Is(err, errTraceRefused) {
+			return err
+		}
 	}
-	if !errors.Is(err, errTraceRefused) {
-		return err
-	}
-	st.report.Notes = append(st.report.Notes, "the kernel refused ptrace; the target was started through a second stage")
-	if err := startStage(st); err != nil {
+	st.report.Notes = append(st.report.Notes, "ptrace is refused here; the target was started through a second stage")
+	// The stage confines itself; it is started from a clean thread.
+	done := make(chan error, 1)
+	go func() { done <- startStage(st) }()
+	if err := <-done; err != nil {
 		return err
 	}
 	return awaitStage(st)
@@ -48,7 +47,8 @@ func startTarget(st *initState) error {
 
 // forkTarget confines the calling (locked) thread, starts the target from
 // it in a new session and, with rlimits to set, holds the target at its
-// exec (ptrace) until they are in force.
+// exec (ptrace) until they are in force. It returns errTraceRefused, with
+// nothing started, where the kernel refuses ptrace.
 func (st *initState) forkTarget(ts *targetState) error {
 	for _, s := range confineSteps {
 		if err := s.run(ts); err != nil {

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -116,6 +117,21 @@ func runInit(hostNet bool) int {
 		return 125
 	}
 	st.send(message{Event: "ready"})
+	// The command runs on a thread of its own, which takes on the target's
+	// confinement (see startTarget) and is never unlocked; the main thread
+	// stays clean, so the target, which shares the command thread's
+	// Landlock domain, cannot signal init (pid 1 is the main thread).
+	code := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		code <- st.runCommand()
+	}()
+	return <-code
+}
+
+// runCommand reads the spec, sets up, starts the target, waits for it and
+// returns init's exit code.
+func (st *initState) runCommand() int {
 	if !st.run(initSteps) {
 		return 125
 	}
@@ -402,7 +418,6 @@ func awaitStage(st *initState) error {
 	if len(b) > 0 {
 		var m message
 		if json.Unmarshal(b, &m) == nil && m.Event == "error" {
-			st.reapAll()
 			return m.setupErr()
 		}
 		return errors.New("target stage: " + string(b))
@@ -412,11 +427,13 @@ func awaitStage(st *initState) error {
 }
 
 // reap reaps every process of the namespace (init inherits orphans) until
-// the target exits, then kills whatever is left, reaps it and returns how
-// the target ended. Background jobs never outlive the target.
+// the target exits, and returns how it ended. Whatever is left dies when
+// init exits right after: the kernel kills every process of a pid
+// namespace whose init ends, and init's exit completes (so the host's
+// wait returns) only once they are all gone. Background jobs never outlive
+// the target.
 func (st *initState) reap() Exit {
 	if st.early != nil {
-		st.reapAll()
 		return exitOf(*st.early)
 	}
 	for {
@@ -429,7 +446,6 @@ func (st *initState) reap() Exit {
 			return Exit{}
 		}
 		if pid == st.targetPid {
-			st.reapAll()
 			return exitOf(ws)
 		}
 	}
@@ -440,21 +456,6 @@ func exitOf(ws unix.WaitStatus) Exit {
 		return Exit{Code: -1, Signal: ws.Signal()}
 	}
 	return Exit{Code: ws.ExitStatus()}
-}
-
-// reapAll kills every other process of the namespace and reaps them.
-func (st *initState) reapAll() {
-	_ = unix.Kill(-1, unix.SIGKILL)
-	for {
-		var ws unix.WaitStatus
-		_, err := unix.Wait4(-1, &ws, 0, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // targetSpec is what init sends the target stage.
