@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,4 +260,51 @@ func children(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// TestSignalsReachTheTarget: a signal the host sends the sandbox (as
+// exec.Cmd.Cancel or Process.Signal would) reaches the target, which can
+// clean up and choose its exit.
+func TestSignalsReachTheTarget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	out := &syncBuffer{}
+	l, err := Start(ctx, shSpec(t, t.TempDir(), `trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done`),
+		Stdio{Stdout: out, WaitDelay: 5 * time.Second}, nil, nil)
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
+	defer timer.Stop()
+	for deadline := time.Now().Add(testTimeout); !strings.Contains(out.String(), "ready") && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := l.Process.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	state, _ := l.Wait()
+	if state.ExitCode() != 7 || !strings.Contains(out.String(), "got-term") {
+		t.Fatalf("exit %d, output %q: the target did not get SIGTERM", state.ExitCode(), out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a copier and a poller.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -11,7 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -61,6 +63,7 @@ type initState struct {
 	stop    chan struct{}
 
 	targetPid int
+	forwardTo atomic.Int32     // the target's pid once it runs, for forwardSignals
 	early     *unix.WaitStatus // the target's status, when it ended before reap ran
 	stageErr  *os.File         // the target stage's error pipe (EOF once it exec'd)
 	stageFD   *os.File         // init's end of the socket the stage sends its report on
@@ -116,6 +119,7 @@ func runInit(hostNet bool) int {
 	if !st.run(warmSteps) {
 		return 125
 	}
+	forwardSignals(st)
 	st.send(message{Event: "ready"})
 	// The command runs on a thread of its own, which takes on the target's
 	// confinement (see startTarget) and is never unlocked; the main thread
@@ -129,12 +133,37 @@ func runInit(hostNet bool) int {
 	return <-code
 }
 
+// forwardedSignals are the signals a host sends a command to ask it to
+// stop or to tell it something (exec.Cmd.Cancel, Process.Signal): sent to
+// the sandbox's init, they reach the target, as an init such as tini
+// does. Without this, Go's default would end init, and the kernel every
+// process of the sandbox, with no chance to clean up. SIGKILL and SIGSTOP
+// cannot be caught: they end or stop the whole sandbox.
+var forwardedSignals = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
+	unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT}
+
+// forwardSignals passes forwardedSignals on to the target once it runs;
+// before that they are dropped. The forwarding goroutine runs on a thread
+// outside the target's Landlock domain, which may signal into it.
+func forwardSignals(st *initState) {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, forwardedSignals...)
+	go func() {
+		for sig := range ch {
+			if pid := st.forwardTo.Load(); pid > 0 {
+				_ = unix.Kill(int(pid), sig.(unix.Signal))
+			}
+		}
+	}()
+}
+
 // runCommand reads the spec, sets up, starts the target, waits for it and
 // returns init's exit code.
 func (st *initState) runCommand() int {
 	if !st.run(initSteps) {
 		return 125
 	}
+	st.forwardTo.Store(int32(st.targetPid))
 	st.send(message{Event: "started", Report: &st.report})
 	exit := st.reap()
 	close(st.stop)
