@@ -11,6 +11,13 @@
 // environment or descriptors reaches the target but its stdio and the
 // environment procguard computed.
 //
+// Re-executing a Go binary is most of a start's cost, so after the first
+// start a trampoline is kept ready (one per network kind): it has made its
+// namespaces, done the set-up that needs no command, and waits for the
+// next Start. Prewarm fills the pool early; SetPrewarm(false) empties and
+// disables it. An idle trampoline is one sleeping process that dies with
+// the host.
+//
 // Inside, before the target runs:
 //
 //   - mounts are private to the sandbox; /proc shows only its processes;
@@ -23,19 +30,23 @@
 //   - the loopback interface is up; loopback TCP ports the net rules allow
 //     are forwarded to the host, which decides each connection again; no
 //     other route exists (no TCP, no UDP, no abstract unix sockets out);
-//   - the target stage sets no_new_privs, drops every capability, applies
-//     the Landlock ruleset (write roots writable, everything else
-//     read-only, only approved programs executable), installs a seccomp
-//     filter whose file calls init judges with the policy (creating a
-//     protected name, reading a read-denied pattern, connecting a unix
-//     socket outside the write roots all fail with EACCES), sets the
-//     rlimits, and execs the target in a new session.
+//   - on one locked thread, init sets no_new_privs, drops every
+//     capability, applies the Landlock ruleset (write roots writable,
+//     everything else read-only, only approved programs executable) and
+//     installs a seccomp filter whose file calls init judges with the
+//     policy (creating a protected name, reading a read-denied pattern,
+//     connecting a unix socket outside the write roots all fail with
+//     EACCES); it forks the target from that thread in a new session, and
+//     sets the rlimits while the target is stopped at its exec (ptrace),
+//     before its first instruction. Where ptrace is refused, a second
+//     stage (the host binary again) does these steps and execs the target.
 //
-// Init stays pid 1: it reaps, reports the target's exit, kills whatever is
-// left when the target exits, and dies with the host (parent-death
-// signal), which makes the kernel kill every process of the namespace:
-// setsid'd and double-forked descendants cannot survive the host, a
-// timeout or a cancel.
+// Init stays pid 1: it reaps, forwards the signals a host uses to stop a
+// command (TERM, INT, HUP, ...) to the target, reports the target's exit
+// and exits with it. Init's end, whether the target exited, the host died
+// (parent-death signal), or a timeout or cancel killed it, makes the
+// kernel kill every process of the namespace and wait for them: setsid'd
+// and double-forked descendants cannot survive.
 //
 // # Not guaranteed
 //
