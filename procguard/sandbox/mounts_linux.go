@@ -26,32 +26,66 @@ const (
 	scanEntries = 20000
 )
 
-// maskReadDeny makes every existing read-denied path unreadable: the
-// absolute entries of every policy, and the pattern matches found in the
-// write and read roots. A directory gets an empty read-only tmpfs with mode
-// 000 over it; a file gets /dev/null bound read-only over it (reads see
-// nothing).
-func maskReadDeny(st *initState) error {
-	var targets []string
+// scanRoots finds, in one walk of the write and read roots, the existing
+// paths maskReadDeny and protectNames cover: read-denied paths anywhere
+// in them, protected paths inside write roots. The absolute entries of
+// every policy are added as they are.
+func scanRoots(st *initState) error {
+	writeRoots := st.roots(false)
+	inWriteRoot := func(p string) bool {
+		return slices.ContainsFunc(writeRoots, func(r string) bool { return policy.Within(p, r) })
+	}
 	for _, f := range st.spec.Files {
 		for _, e := range f.ReadDeny {
 			if filepath.IsAbs(e) {
-				targets = append(targets, e)
+				st.toMask = append(st.toMask, e)
+			}
+		}
+		for _, e := range f.Protected {
+			if filepath.IsAbs(e) && inWriteRoot(e) {
+				st.toProtect = append(st.toProtect, e)
 			}
 		}
 	}
 	for _, root := range st.roots(true) {
-		st.scan(root, func(path string) (match, descend bool) {
+		writable := inWriteRoot(root)
+		st.scan(root, func(path string) (descend bool) {
 			if st.denied(policy.OpRead, path, policy.KindReadDeny) {
-				return true, false
+				st.toMask = append(st.toMask, path)
+				return false // masked whole
 			}
-			return false, true
-		}, func(path string) { targets = append(targets, path) })
+			if (writable || inWriteRoot(path)) && st.denied(policy.OpWrite, path, policy.KindProtected) {
+				st.toProtect = append(st.toProtect, path)
+				return false // bound read-only whole
+			}
+			return true
+		})
 	}
-	for _, t := range dedupe(targets) {
+	st.toMask, st.toProtect = existing(st.toMask), existing(st.toProtect)
+	return nil
+}
+
+// existing keeps the paths that exist and are not symbolic links (a link's
+// target has its own spelling, judged by its own name), each once.
+func existing(paths []string) []string {
+	out := paths[:0]
+	for _, p := range dedupe(paths) {
 		var sb unix.Stat_t
-		if err := unix.Lstat(t, &sb); err != nil || sb.Mode&unix.S_IFMT == unix.S_IFLNK {
-			continue // missing, or a link whose target has its own spelling
+		if err := unix.Lstat(p, &sb); err == nil && sb.Mode&unix.S_IFMT != unix.S_IFLNK {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// maskReadDeny makes every read-denied path scanRoots found unreadable. A
+// directory gets an empty read-only tmpfs with mode 000 over it; a file
+// gets /dev/null bound read-only over it (reads see nothing).
+func maskReadDeny(st *initState) error {
+	for _, t := range st.toMask {
+		var sb unix.Stat_t
+		if err := unix.Stat(t, &sb); err != nil {
+			return &fs.PathError{Op: "mask", Path: t, Err: err}
 		}
 		var err error
 		if sb.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -67,30 +101,12 @@ func maskReadDeny(st *initState) error {
 	return nil
 }
 
-// protectNames binds every existing protected path inside a write root
-// read-only over itself: its content cannot change, and it cannot be
-// removed or replaced (a mount point is busy).
+// protectNames binds every protected path scanRoots found read-only over
+// itself: its content cannot change, and it cannot be removed or replaced
+// (a mount point is busy). A path under a mask stays masked.
 func protectNames(st *initState) error {
-	var targets []string
-	writeRoots := st.roots(false)
-	for _, f := range st.spec.Files {
-		for _, e := range f.Protected {
-			if filepath.IsAbs(e) && slices.ContainsFunc(writeRoots, func(r string) bool { return policy.Within(e, r) }) {
-				targets = append(targets, e)
-			}
-		}
-	}
-	for _, root := range writeRoots {
-		st.scan(root, func(path string) (match, descend bool) {
-			if st.denied(policy.OpWrite, path, policy.KindProtected) {
-				return true, false
-			}
-			return false, true
-		}, func(path string) { targets = append(targets, path) })
-	}
-	for _, t := range dedupe(targets) {
-		var sb unix.Stat_t
-		if err := unix.Lstat(t, &sb); err != nil || sb.Mode&unix.S_IFMT == unix.S_IFLNK {
+	for _, t := range st.toProtect {
+		if slices.ContainsFunc(st.report.Masked, func(m string) bool { return policy.Within(t, m) }) {
 			continue
 		}
 		if err := bindReadOnly(t, t); err != nil {
@@ -154,9 +170,9 @@ func (st *initState) denied(op policy.Op, path string, kind policy.RuleKind) boo
 }
 
 // scan walks root breadth-first, bounded by scanDepth and scanEntries,
-// never following symbolic links, and calls found for each path test
-// matches.
-func (st *initState) scan(root string, test func(string) (match, descend bool), found func(string)) {
+// never following symbolic links, calling visit for each path; it
+// descends into a directory only when visit says so.
+func (st *initState) scan(root string, visit func(string) (descend bool)) {
 	type dir struct {
 		path  string
 		depth int
@@ -176,11 +192,7 @@ func (st *initState) scan(root string, test func(string) (match, descend bool), 
 				return
 			}
 			p := filepath.Join(d.path, e.Name())
-			match, descend := test(p)
-			if match {
-				found(p)
-			}
-			if descend && e.IsDir() && d.depth+1 < scanDepth {
+			if visit(p) && e.IsDir() && d.depth+1 < scanDepth {
 				queue = append(queue, dir{p, d.depth + 1})
 			}
 		}

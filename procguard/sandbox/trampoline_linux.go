@@ -62,6 +62,8 @@ type initState struct {
 	report  Report
 	stop    chan struct{}
 
+	toMask, toProtect []string // existing paths found by scanRoots
+
 	targetPid int
 	forwardTo atomic.Int32     // the target's pid once it runs, for forwardSignals
 	early     *unix.WaitStatus // the target's status, when it ended before reap ran
@@ -103,6 +105,7 @@ var warmSteps = []step{
 var initSteps = []step{
 	{"read spec", readSpec},
 	{"load policy", loadPolicies},
+	{"scan roots", scanRoots},
 	{"mask read-deny", maskReadDeny},
 	{"protect names", protectNames},
 	{"forward", forward},
