@@ -334,9 +334,6 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 	if err != nil {
 		return nil, err
 	}
-	// The next command's trampoline starts once this one's target runs
-	// (or failed), not during its set-up.
-	defer func() { go refill(spec.Net.Host) }()
 	l := &Launch{Process: t.proc, t: t, waitDelay: stdio.WaitDelay}
 	// A failure after the trampoline exists kills and reaps it (and with
 	// it anything it started) before returning: the caller must not Wait.
@@ -595,6 +592,9 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 	l.t.ctl.Close()
 	l.t.readers.Wait()
 	l.t.statusR.Close()
+	// The next command's trampoline starts once this one is over, so its
+	// start-up competes with neither this command's set-up nor its run.
+	go refill(l.t.hostNet)
 	l.copyMu.Lock()
 	copyErr := l.copyErr
 	l.copyMu.Unlock()
