@@ -58,10 +58,11 @@ type trampoline struct {
 	statusR *os.File
 	hostNet bool
 
-	ready   chan struct{} // closed when init said "ready" (or failed, or died)
-	msgs    chan message  // the status stream after "ready"
-	readers sync.WaitGroup
-	exit    *Exit // from the stream's "exit" message; read after readers.Wait
+	ready    chan struct{} // closed when init said "ready" (or failed, or died)
+	notReady *message      // set before ready closes when init failed or died instead
+	msgs     chan message  // the status stream after "ready"
+	readers  sync.WaitGroup
+	exit     *Exit // from the stream's "exit" message; read after readers.Wait
 }
 
 // newTrampoline re-executes the host binary as a sandbox init. It returns
@@ -134,8 +135,14 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 func (t *trampoline) readStatus() {
 	defer t.readers.Done()
 	defer close(t.msgs)
+	saidReady := false
 	readyOnce := sync.OnceFunc(func() { close(t.ready) })
-	defer readyOnce()
+	defer func() {
+		if !saidReady && t.notReady == nil {
+			t.notReady = &message{Event: "eof"}
+		}
+		readyOnce()
+	}()
 	sc := bufio.NewScanner(t.statusR)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -145,13 +152,17 @@ func (t *trampoline) readStatus() {
 		}
 		switch m.Event {
 		case "ready":
+			saidReady = true
 			readyOnce()
 			continue
 		case "exit":
 			t.exit = m.Exit
 			continue
 		}
-		readyOnce()
+		if !saidReady && t.notReady == nil {
+			t.notReady = &m
+			readyOnce()
+		}
 		select {
 		case t.msgs <- m:
 		default: // nobody waits any more (Start returned)
@@ -264,22 +275,25 @@ func Prewarm(hostNet bool) error {
 		}
 	}
 	<-t.ready
-	select {
-	case m, ok := <-t.msgs:
-		// Not ready: it failed; the message is its error, or it died.
-		pool.Lock()
-		if pool.ready[k] == t {
-			pool.ready[k] = nil
-		}
-		pool.Unlock()
-		t.discard()
-		if ok && m.Event == "error" {
-			return m.setupErr()
-		}
-		return &SetupError{Step: "trampoline", Err: errors.New("exited before it was ready")}
-	default:
+	m := t.notReady
+	if m == nil {
 		return nil
 	}
+	// It failed (m is its error) or died. Discard it unless a Start took
+	// it meanwhile; that Start reports the same failure.
+	pool.Lock()
+	mine := pool.ready[k] == t
+	if mine {
+		pool.ready[k] = nil
+	}
+	pool.Unlock()
+	if mine {
+		t.discard()
+	}
+	if m.Event == "error" {
+		return m.setupErr()
+	}
+	return &SetupError{Step: "trampoline", Err: errors.New("exited before it was ready")}
 }
 
 // SetPrewarm turns the pool of ready trampolines on (the default) or off;
@@ -306,8 +320,10 @@ func SetPrewarm(on bool) {
 // Launch is one sandboxed command, seen from the host: made by Start,
 // finished by Wait.
 type Launch struct {
-	// Process is the sandbox's init (pid 1 inside); signals to it reach
-	// the whole sandbox, and its end is the end of every process in it.
+	// Process is the sandbox's init (pid 1 inside). It passes the signals
+	// a host uses to stop or notify a command (TERM, INT, HUP, QUIT, USR1,
+	// USR2, WINCH, CONT) on to the target; SIGKILL ends it, and its end is
+	// the end of every process in the sandbox.
 	Process *os.Process
 	// Report is what the sandbox enforced.
 	Report *Report
