@@ -201,7 +201,7 @@ type match6 struct {
 }
 
 var (
-	meta4, spec4                         []match4
+	meta4, spec4                          []match4
 	meta6, exact6, emb6, spec6, outside6m []match6
 )
 

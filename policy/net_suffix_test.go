@@ -14,7 +14,7 @@ func TestHostWildcardPublicSuffix(t *testing.T) {
 		{"*.com", false},
 		{"*.co.uk", false},
 		{"*.uk", false},
-		{"*.github.io", false},            // private section: every user's pages
+		{"*.github.io", false},             // private section: every user's pages
 		{"*.githubusercontent.com", false}, // private section
 		{"*.s3.amazonaws.com", false},      // every bucket
 		{"*.example.com", true},
