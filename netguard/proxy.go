@@ -539,27 +539,63 @@ func (t *idleClock) since() time.Duration {
 	return time.Since(t.last)
 }
 
-// copyBufs are the tunnels' copy buffers.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+// A tunnel direction copies through a small buffer while it moves little
+// (an idle or interactive tunnel holds 32 KiB), and through a large one
+// while a read fills the small one (a bulk transfer: fewer, larger system
+// calls are what keeps a tunnel close to a direct connection's
+// throughput). Both come from pools.
+const (
+	smallCopyBuf = 32 << 10
+	largeCopyBuf = 1 << 20
+)
+
+var (
+	smallBufs = sync.Pool{New: func() any { b := make([]byte, smallCopyBuf); return &b }}
+	largeBufs = sync.Pool{New: func() any { b := make([]byte, largeCopyBuf); return &b }}
+)
 
 // pipe copies src to dst until src's EOF (then it half-closes dst) or an
 // error. A read that times out while the other direction moved bytes
 // within the idle time is retried: the tunnel, not one direction, is idle.
 func (t *idleClock) pipe(dst, src net.Conn) (int64, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	buf := *bp
+	bp, large := smallBufs.Get().(*[]byte), false
+	defer func() {
+		if large {
+			largeBufs.Put(bp)
+		} else {
+			smallBufs.Put(bp)
+		}
+	}()
 	var total int64
+	// Deadlines are pushed forward only when a quarter of the idle time
+	// has passed since the last push: resetting a timer on every read
+	// costs more than the copy of a small chunk. A connection may so be
+	// closed after between three quarters and all of IdleTimeout without
+	// a byte.
+	var pushed time.Time
 	for {
-		src.SetReadDeadline(time.Now().Add(t.idle))
+		now := time.Now()
+		if now.Sub(pushed) > t.idle/4 {
+			pushed = now
+			src.SetReadDeadline(now.Add(t.idle))
+			dst.SetWriteDeadline(now.Add(t.idle))
+		}
+		buf := *bp
 		n, err := src.Read(buf)
 		if n > 0 {
 			t.touch()
-			dst.SetWriteDeadline(time.Now().Add(t.idle))
 			w, werr := dst.Write(buf[:n])
 			total += int64(w)
 			if werr != nil {
 				return total, werr
+			}
+			switch {
+			case !large && n == len(buf):
+				smallBufs.Put(bp)
+				bp, large = largeBufs.Get().(*[]byte), true
+			case large && n < smallCopyBuf:
+				largeBufs.Put(bp)
+				bp, large = smallBufs.Get().(*[]byte), false
 			}
 		}
 		if err != nil {
