@@ -183,6 +183,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 
 // ServeConn serves one connection until it ends, on the calling goroutine,
 // judging its requests in ctx (Context and ConnContext are not consulted).
+// Cancelling ctx closes the connection and its tunnel.
 // It is the entry point for a forwarder that accepts connections itself:
 // procguard's sandbox, say, hands over each connection its child opened,
 // with a context naming the child's command. ServeConn closes c. It waits
@@ -284,8 +285,12 @@ func (p *Proxy) serve(ctx context.Context, c net.Conn) {
 	// Cancel the connection's dials when the proxy closes, and close the
 	// connection when its scope is released: a released scope revokes
 	// what was made from it, tunnels included.
+	// The connection also ends when the context it is judged in ends
+	// (ServeConn's caller cancels it when the client is gone).
+	closeOnDone := context.AfterFunc(ctx, func() { c.Close() })
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer closeOnDone() // runs before cancel: a normal return closes c itself
 	stop := context.AfterFunc(p.stop, cancel)
 	defer stop()
 	if done := audit.From(ctx).Done(); done != nil {

@@ -421,3 +421,31 @@ func TestCheckModes(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyServeConnCancel: cancelling ServeConn's context closes its
+// tunnel.
+func TestProxyServeConnCancel(t *testing.T) {
+	echo := newEcho(t)
+	ctx, _ := enter(t, []policy.NetRule{{CIDR: "127.0.0.1"}})
+	cctx, cancel := context.WithCancel(ctx)
+	p := &Proxy{}
+	defer p.Close()
+	a, b := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- p.ServeConn(cctx, b) }()
+	a.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(a, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", echo)
+	br := bufio.NewReader(a)
+	if resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	cancel()
+	if _, err := br.ReadByte(); isTimeout(err) {
+		t.Error("the tunnel outlived its context")
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("ServeConn did not return")
+	}
+}
