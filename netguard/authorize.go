@@ -32,7 +32,7 @@ func authorize(ctx context.Context, op policy.Op, network, address string, res R
 	ev := &audit.Event{Protocol: audit.Net, Op: op, Target: address, Detail: detail}
 	s := audit.From(ctx)
 	if err := s.Err(); err != nil {
-		return grant{}, audit.Check(ctx, ev, nil) // fills the event into the scope error
+		return grant{}, scopeError(ctx, ev)
 	}
 	if s.Mode(audit.Net) == audit.Off {
 		return grant{off: true, network: network}, nil
@@ -158,6 +158,25 @@ func control(op policy.Op, g grant, next func(ctx context.Context, network, addr
 		}
 		return nil
 	}
+}
+
+// ruleNetNoScope replaces the audit package's no-scope rule in netguard's
+// denials, to name the idiom that passes a scope to each kind of caller.
+var ruleNetNoScope = &policy.Rule{Kind: policy.KindHost, Pattern: "guarded calls need a scope", Source: "builtin",
+	Hint: "pass the context Guard.Enter returned: DialContext(ctx, ...) or Check(ctx, ...); " +
+		"for Dial, which takes no context, set Dialer.Context; for a client that needs a *net.Dialer " +
+		"(tls.Dialer.NetDialer, database drivers) set its Control to netguard.Control(ctx), or its ControlContext to " +
+		"netguard.ControlContext and dial with the scope's context; for a proxy, set Proxy.Context or Proxy.ConnContext"}
+
+// scopeError is the denial for a call whose context has no usable scope:
+// the pipeline fills the event in, and a missing scope gets the hint above.
+func scopeError(ctx context.Context, ev *audit.Event) error {
+	err := audit.Check(ctx, ev, nil)
+	var de *audit.DenyError
+	if errors.Is(err, audit.ErrNoScope) && errors.As(err, &de) {
+		de.Decision.Rule = ruleNetNoScope
+	}
+	return err
 }
 
 // errNoAddress is returned when nothing was approved to dial.

@@ -40,6 +40,13 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil {
 		return nil, err
 	}
+	return d.dial(ctx, network, address, g)
+}
+
+// dial connects what authorize granted: in Off mode the address as given;
+// otherwise the approved literals, one after the other, each checked again
+// by the socket hook. The proxy dials through here too.
+func (d *Dialer) dial(ctx context.Context, network, address string, g grant) (net.Conn, error) {
 	nd := d.Base
 	if g.off {
 		return nd.DialContext(ctx, network, address)
@@ -108,6 +115,9 @@ func baseControl(b *net.Dialer) func(context.Context, string, string, syscall.Ra
 // from the policies of ctx's scope (the guard's and every Restrict-ed one),
 // without callbacks, records or a connection. Names are looked up with the
 // dialer's Resolver; a name that cannot be resolved is judged by itself.
+// The net mode applies as it does to DialContext: in Off the answer is
+// allowed; in Warn a soft or hard denial is reported allowed, with the
+// would-be deciding rule and "would deny" in Detail.
 func (d *Dialer) Check(ctx context.Context, network, address string) policy.Decision {
 	return decideOnly(ctx, policy.OpConnect, network, address, d.Resolver)
 }
@@ -117,15 +127,37 @@ func Check(ctx context.Context, network, address string) policy.Decision {
 	return decideOnly(ctx, policy.OpConnect, network, address, nil)
 }
 
+// Rules that describe a Check answered by the mode rather than the policy.
+var (
+	ruleModeOff = &policy.Rule{Kind: policy.KindHost, Pattern: "net mode off: no checks", Source: "guard mode"}
+)
+
+// decideOnly answers Check. It honours the net mode as DialContext does:
+// Off allows without asking the policy; Warn turns a soft or hard denial
+// into an allowing decision that keeps the rule that would have denied and
+// says so in Detail; invalid input is denied in every mode but Off.
 func decideOnly(ctx context.Context, op policy.Op, network, address string, res Resolver) policy.Decision {
 	s := audit.From(ctx)
 	if err := s.Err(); err != nil {
+		ev := &audit.Event{Protocol: audit.Net, Op: op, Target: address, Detail: network}
 		var de *audit.DenyError
-		if errors.As(err, &de) {
+		if errors.As(scopeError(ctx, ev), &de) {
 			return de.Decision
 		}
 		return policy.Deny(policy.TierInvalid, ruleNotApproved, err.Error())
 	}
+	mode := s.Mode(audit.Net)
+	if mode == audit.Off {
+		return policy.Allow(ruleModeOff)
+	}
+	dec := decidePolicies(ctx, s, op, network, address, res)
+	if mode == audit.Warn && !dec.Allowed && (dec.Tier == policy.TierSoft || dec.Tier == policy.TierHard) {
+		return policy.Decision{Allowed: true, Rule: dec.Rule, Detail: "net mode warn: would deny (" + dec.Tier.String() + ")"}
+	}
+	return dec
+}
+
+func decidePolicies(ctx context.Context, s *audit.Scope, op policy.Op, network, address string, res Resolver) policy.Decision {
 	req, perr := policy.ParseNetRequest(op, network, address)
 	if perr == nil {
 		if req.Network == "unix" || req.Network == "unixgram" || req.Network == "unixpacket" {

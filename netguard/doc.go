@@ -1,7 +1,10 @@
 // Package netguard is auditguard's network facade: a dialer shaped like
-// net.Dialer, a listener shaped like net.ListenConfig, and an HTTP transport
-// and client built on them. Connections and binds are denied unless a net
-// rule of the policy allows them.
+// net.Dialer, a listener shaped like net.ListenConfig, an HTTP transport
+// and client built on them, socket hooks for clients that need a
+// *net.Dialer (Control, ControlContext), and an egress proxy (Proxy: HTTP
+// and SOCKS5) for code that takes no guarded handle, such as sandboxed
+// child processes. Connections and binds are denied unless a net rule of
+// the policy allows them.
 //
 // Every dial goes through one pipeline run (audit.Check) with one
 // audit.Event: the address is canonicalised before any lookup (empty hosts,
@@ -17,4 +20,23 @@
 // The scope comes from the context: DialContext uses audit.From(ctx). Dial,
 // which has no context, uses the Dialer's Context field and fails with
 // audit.ErrNoScope when it is nil.
+//
+// The Proxy runs every request through the same authorize-then-dial path
+// as DialContext: one decision per CONNECT, SOCKS5 CONNECT or forwarded
+// request, one lookup, only approved literals dialed; a denial answers 403
+// or SOCKS5 "not allowed by ruleset" and dials nothing. Close closes every
+// tunnel and waits for every goroutine it started.
+//
+// # Not guaranteed
+//
+//   - Code that calls package net directly is not seen; the proxy only
+//     sees clients that use it (a sandbox with no other route makes that
+//     so).
+//   - The proxy judges host:port, never what flows inside a tunnel, and
+//     does not authenticate its clients.
+//   - Control judges IP literals only: host-name rules cannot apply.
+//   - The lookup itself reaches the resolver before the addresses are
+//     judged.
+//
+// docs/net.md and docs/threat-model.md say more.
 package netguard

@@ -18,7 +18,8 @@ type NetSpec struct {
 // of Host, CIDR and Path is set.
 //
 // A Host rule matches a name: "api.example.com" exactly, or
-// "*.example.com" for every subdomain (not example.com itself). Host rules
+// "*.example.com" for every subdomain (not example.com itself). A wildcard
+// over a public suffix ("*.com", "*.co.uk", "*.github.io") is rejected. Host rules
 // never match IP literals and never unlock special-purpose addresses: a name
 // resolving to 10.0.0.5 also needs a CIDR rule inside 10.0.0.0/8.
 //
@@ -221,6 +222,11 @@ func hostPattern(h string) (key string, wild bool, err error) {
 	}
 	if canon != h {
 		return "", false, fmt.Errorf("write the host in canonical form %q", canon)
+	}
+	if wild {
+		if err := publicSuffixError(canon); err != nil {
+			return "", false, err
+		}
 	}
 	return canon, wild, nil
 }

@@ -42,9 +42,11 @@ var cloudMetadata = []SpecialRange{
 	{Prefix: mp("fd20:ce::254/128"), Name: "cloud metadata (GCP IPv6)", Source: "Google Cloud documentation"},
 }
 
-// special4 is the IANA IPv4 Special-Purpose Address Registry (and the
-// multicast and reserved blocks it points to), as of 2026. Blocks the
-// registry marks globally reachable are absent.
+// special4 is the IANA IPv4 Special-Purpose Address Registry (its
+// sub-blocks of 192.0.0.0/24 are covered by the /24) plus the multicast
+// block, as of 2026-11. The few blocks the registry marks globally reachable
+// (AS112, AMT, the 192.0.0.9/10 anycasts) are special here too, as in
+// daenney/ssrf: a host that needs them names them in a CIDR rule.
 var special4 = []SpecialRange{
 	{Prefix: mp("0.0.0.0/8"), Name: `"this network" (0.0.0.0 reaches the local host)`, Source: srcIANA4 + ", RFC 791"},
 	{Prefix: mp("10.0.0.0/8"), Name: "private use", Source: srcIANA4 + ", RFC 1918"},
@@ -66,18 +68,26 @@ var special4 = []SpecialRange{
 	{Prefix: mp("240.0.0.0/4"), Name: "reserved (and limited broadcast 255.255.255.255)", Source: srcIANA4 + ", RFC 1112, RFC 8190"},
 }
 
-// special6 is the IANA IPv6 Special-Purpose Address Registry plus the
-// deprecated site-local block; anything outside 2000::/3 (global unicast) is
-// caught by notGlobal6. IPv4-mapped addresses are unmapped and checked as
-// IPv4 before this table is consulted.
+// special6 is the IANA IPv6 Special-Purpose Address Registry as of 2026-11
+// (globally reachable blocks included, as for IPv4), the IPv4-embedding
+// forms RFC 4291 deprecated or reserved, the deprecated site-local block
+// and multicast. IPv4-mapped addresses (::ffff:0:0/96) are unmapped and
+// judged as IPv4 before this table is consulted. The /128 entries are
+// matched before the IPv4-embedding forms, so that ::1 is "loopback" and
+// not "::0.0.0.1".
 var special6 = []SpecialRange{
 	{Prefix: mp("::1/128"), Name: "loopback", Source: srcIANA6 + ", RFC 4291"},
 	{Prefix: mp("::/128"), Name: "unspecified (reaches the local host)", Source: srcIANA6 + ", RFC 4291"},
+	{Prefix: mp("::/96"), Name: "IPv4-compatible (deprecated, ::a.b.c.d)", Source: "RFC 4291 section 2.5.5.1"},
+	{Prefix: mp("::ffff:0:0:0/96"), Name: "IPv4-translated (::ffff:0:a.b.c.d)", Source: "RFC 2765 section 2.1"},
+	{Prefix: mp("64:ff9b::/96"), Name: "IPv4-IPv6 translation, NAT64 well-known prefix", Source: srcIANA6 + ", RFC 6052"},
 	{Prefix: mp("64:ff9b:1::/48"), Name: "IPv4-IPv6 translation, local use", Source: srcIANA6 + ", RFC 8215"},
 	{Prefix: mp("100::/64"), Name: "discard only", Source: srcIANA6 + ", RFC 6666"},
+	{Prefix: mp("100:0:0:1::/64"), Name: "dummy IPv6 prefix", Source: srcIANA6 + ", RFC 9780"},
 	{Prefix: mp("2001::/23"), Name: "IETF protocol assignments (Teredo, ORCHID, ...)", Source: srcIANA6 + ", RFC 2928"},
-	{Prefix: mp("2001:2::/48"), Name: "benchmarking", Source: srcIANA6 + ", RFC 5180"},
 	{Prefix: mp("2001:db8::/32"), Name: "documentation", Source: srcIANA6 + ", RFC 3849"},
+	{Prefix: mp("2002::/16"), Name: "6to4", Source: srcIANA6 + ", RFC 3056"},
+	{Prefix: mp("2620:4f:8000::/48"), Name: "direct delegation AS112 service", Source: srcIANA6 + ", RFC 7534"},
 	{Prefix: mp("3fff::/20"), Name: "documentation", Source: srcIANA6 + ", RFC 9637"},
 	{Prefix: mp("5f00::/16"), Name: "segment routing SIDs", Source: srcIANA6 + ", RFC 9602"},
 	{Prefix: mp("fc00::/7"), Name: "unique local (ULA)", Source: srcIANA6 + ", RFC 4193"},
@@ -86,38 +96,57 @@ var special6 = []SpecialRange{
 	{Prefix: mp("ff00::/8"), Name: "multicast", Source: "IANA IPv6 Multicast Address Space Registry, RFC 4291"},
 }
 
-// notGlobal6 catches every IPv6 address outside global unicast.
-var notGlobal6 = SpecialRange{Prefix: mp("::/0"), Name: "outside global unicast 2000::/3 (reserved or unassigned)",
-	Source: "IANA IPv6 Address Space Registry, RFC 4291"}
+// srcSpace6 is the source of outside6.
+const srcSpace6 = "IANA IPv6 Address Space Registry, RFC 4291"
 
-var global6 = mp("2000::/3")
+// outside6 is every block of the IANA IPv6 Address Space Registry outside
+// global unicast 2000::/3 that special6 does not already name (fc00::/7,
+// fe80::/10, fec0::/10 and ff00::/8 are there). Each is its own range, so a
+// rule unlocks one only by lying inside it: the catch-all ::/0 never does.
+var outside6 = []SpecialRange{
+	{Prefix: mp("::/8"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("100::/8"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("200::/7"), Name: "reserved by IETF, formerly OSI NSAP-mapped (outside global unicast 2000::/3)", Source: srcSpace6 + ", RFC 4048"},
+	{Prefix: mp("400::/6"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("800::/5"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("1000::/4"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("4000::/3"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("6000::/3"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("8000::/3"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("a000::/3"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("c000::/3"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("e000::/4"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("f000::/5"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("f800::/6"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+	{Prefix: mp("fe00::/9"), Name: "reserved by IETF (outside global unicast 2000::/3)", Source: srcSpace6},
+}
 
 // embedKind says where an IPv6 form carries an IPv4 address.
 type embedKind uint8
 
 const (
-	embedLow32  embedKind = iota + 1 // the last 32 bits (NAT64, RFC 6052)
+	embedLow32  embedKind = iota + 1 // the last 32 bits (NAT64, RFC 6052; IPv4-compatible and -translated)
 	embed6to4                        // bits 16-47 (6to4, RFC 3056)
 	embedTeredo                      // server in bits 32-63, client in the inverted last 32 bits (RFC 4380)
 )
 
 // Embedding is an IPv6 form that carries an IPv4 address; the carried
-// address is checked against the IPv4 tables.
+// address is checked against the IPv4 tables first. When it is special the
+// form is denied as that address (and only a rule naming the embedded form
+// of that block unlocks it); when it is public the form is judged by the
+// IPv6 tables, where every embedding block is itself special.
 type embedding struct {
 	Prefix netip.Prefix
 	Kind   embedKind
 	Detail string // constant phrase for decisions
 	Source string
-	// Global: the form itself is globally reachable, so it is as public as
-	// the address it carries (the NAT64 well-known prefix, RFC 6052 and
-	// the IANA registry). Otherwise the form falls through to the IPv6
-	// tables once its embedded address passed.
-	Global bool
 }
 
 var embeddings = []embedding{
-	{Prefix: mp("64:ff9b::/96"), Kind: embedLow32, Detail: "embedded in a NAT64 address (64:ff9b::/96)", Source: "RFC 6052", Global: true},
+	{Prefix: mp("64:ff9b::/96"), Kind: embedLow32, Detail: "embedded in a NAT64 address (64:ff9b::/96)", Source: "RFC 6052"},
 	{Prefix: mp("64:ff9b:1::/48"), Kind: embedLow32, Detail: "embedded in a local-use NAT64 address (64:ff9b:1::/48)", Source: "RFC 8215"},
+	{Prefix: mp("::/96"), Kind: embedLow32, Detail: "embedded in an IPv4-compatible address (::/96)", Source: "RFC 4291"},
+	{Prefix: mp("::ffff:0:0:0/96"), Kind: embedLow32, Detail: "embedded in an IPv4-translated address (::ffff:0:0:0/96)", Source: "RFC 2765"},
 	{Prefix: mp("2002::/16"), Kind: embed6to4, Detail: "embedded in a 6to4 address (2002::/16)", Source: "RFC 3056"},
 	{Prefix: mp("2001::/32"), Kind: embedTeredo, Detail: "embedded in a Teredo address (2001::/32)", Source: "RFC 4380"},
 }
@@ -125,12 +154,11 @@ var embeddings = []embedding{
 func mp(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 func init() {
-	for _, t := range [][]SpecialRange{cloudMetadata, special4, special6} {
+	for _, t := range [][]SpecialRange{cloudMetadata, special4, special6, outside6} {
 		for i := range t {
 			t[i].rule = specialRule(&t[i])
 		}
 	}
-	notGlobal6.rule = specialRule(&notGlobal6)
 }
 
 func specialRule(s *SpecialRange) *Rule {
@@ -139,16 +167,16 @@ func specialRule(s *SpecialRange) *Rule {
 	return &Rule{Kind: KindNet, Pattern: "special-purpose " + s.Prefix.String() + " " + s.Name, Source: "builtin: " + s.Source, Hint: hint}
 }
 
-// SpecialRanges returns the special-purpose tables, in the order they are
-// consulted: the cloud metadata set, IPv4, IPv6, and the catch-all for IPv6
-// outside 2000::/3. IPv6 forms embedding IPv4 (NAT64, 6to4, Teredo) are
-// checked through the IPv4 tables.
+// SpecialRanges returns the special-purpose tables: the cloud metadata set,
+// IPv4, IPv6, and the blocks of the IPv6 address space outside 2000::/3.
+// IPv6 forms embedding IPv4 (NAT64, IPv4-compatible, IPv4-translated, 6to4,
+// Teredo) are checked through the IPv4 tables first.
 func SpecialRanges() []SpecialRange {
-	out := make([]SpecialRange, 0, len(cloudMetadata)+len(special4)+len(special6)+1)
+	out := make([]SpecialRange, 0, len(cloudMetadata)+len(special4)+len(special6)+len(outside6))
 	out = append(out, cloudMetadata...)
 	out = append(out, special4...)
 	out = append(out, special6...)
-	return append(out, notGlobal6)
+	return append(out, outside6...)
 }
 
 // specialMatch is the answer for one address: the range it falls in, the
@@ -173,9 +201,8 @@ type match6 struct {
 }
 
 var (
-	meta4, spec4        []match4
-	meta6, emb6, spec6  []match6
-	global6hi, global6m uint64
+	meta4, spec4                          []match4
+	meta6, exact6, emb6, spec6, outside6m []match6
 )
 
 func compile4(t []SpecialRange, dst *[]match4) {
@@ -208,9 +235,11 @@ func mask6(p netip.Prefix) (hi, lo, mhi, mlo uint64) {
 	return hi, lo, mhi, mlo
 }
 
-func compile6(t []SpecialRange, dst *[]match6) {
+// compile6 appends the IPv6 entries of t whose prefix length is (exact) or
+// is not (!exact) 128.
+func compile6(t []SpecialRange, exact bool, dst *[]match6) {
 	for i := range t {
-		if t[i].Prefix.Addr().Is4() {
+		if t[i].Prefix.Addr().Is4() || (t[i].Prefix.Bits() == 128) != exact {
 			continue
 		}
 		hi, lo, mhi, mlo := mask6(t[i].Prefix)
@@ -220,14 +249,16 @@ func compile6(t []SpecialRange, dst *[]match6) {
 
 func init() {
 	compile4(cloudMetadata, &meta4)
-	compile6(cloudMetadata, &meta6)
+	compile6(cloudMetadata, true, &meta6)
+	compile6(cloudMetadata, false, &meta6)
 	compile4(special4, &spec4)
-	compile6(special6, &spec6)
+	compile6(special6, true, &exact6)
+	compile6(special6, false, &spec6)
+	compile6(outside6, false, &outside6m)
 	for i := range embeddings {
 		hi, lo, mhi, mlo := mask6(embeddings[i].Prefix)
 		emb6 = append(emb6, match6{hi: hi, lo: lo, mhi: mhi, mlo: mlo, e: &embeddings[i]})
 	}
-	global6hi, _, global6m, _ = mask6(global6)
 }
 
 func find4(t []match4, v uint32) *SpecialRange {
@@ -257,10 +288,11 @@ func special(a netip.Addr) (specialMatch, bool) {
 	}
 	b := a.As16()
 	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-	for i := range meta6 {
-		if meta6[i].contains(hi, lo) {
-			return specialMatch{r: meta6[i].r, within: meta6[i].r.Prefix}, true
-		}
+	if r := find6(meta6, hi, lo); r != nil {
+		return specialMatch{r: r, within: r.Prefix}, true
+	}
+	if r := find6(exact6, hi, lo); r != nil {
+		return specialMatch{r: r, within: r.Prefix}, true
 	}
 	for i := range emb6 {
 		if !emb6[i].contains(hi, lo) {
@@ -297,19 +329,26 @@ func special(a netip.Addr) (specialMatch, bool) {
 				return specialMatch{r: m.r, within: within, detail: e.Detail}, true
 			}
 		}
-		if e.Global {
-			return specialMatch{}, false
-		}
+		// The carried address is public: the form itself is judged below
+		// (every embedding block is in special6).
+		break
 	}
-	for i := range spec6 {
-		if spec6[i].contains(hi, lo) {
-			return specialMatch{r: spec6[i].r, within: spec6[i].r.Prefix}, true
-		}
+	if r := find6(spec6, hi, lo); r != nil {
+		return specialMatch{r: r, within: r.Prefix}, true
 	}
-	if hi&global6m != global6hi {
-		return specialMatch{r: &notGlobal6, within: notGlobal6.Prefix}, true
+	if r := find6(outside6m, hi, lo); r != nil {
+		return specialMatch{r: r, within: r.Prefix}, true
 	}
 	return specialMatch{}, false
+}
+
+func find6(t []match6, hi, lo uint64) *SpecialRange {
+	for i := range t {
+		if t[i].contains(hi, lo) {
+			return t[i].r
+		}
+	}
+	return nil
 }
 
 // IsSpecial reports whether addr (IPv4-mapped forms unmapped) is a

@@ -177,7 +177,7 @@ func TestCheckNet(t *testing.T) {
 		{"azure wireserver is public but special", OpConnect, "tcp", "168.63.129.16", 22, nil, false, TierHard, "wireserver"},
 		{"nat64 loopback unlocked by exact rule", OpConnect, "tcp", "64:ff9b::7f00:1", 80, nil, true, 0, "64:ff9b::7f00:1/128"},
 		{"nat64 other loopback", OpConnect, "tcp", "64:ff9b::7f00:2", 80, nil, false, TierHard, "loopback"},
-		{"nat64 public", OpConnect, "tcp", "64:ff9b::808:808", 22, nil, false, TierSoft, ""},
+		{"nat64 public is still special", OpConnect, "tcp", "64:ff9b::808:808", 22, nil, false, TierHard, "NAT64 well-known prefix"},
 		{"6to4 private", OpConnect, "tcp", "2002:a00:1::", 22, nil, false, TierHard, "private use"},
 		{"teredo", OpConnect, "tcp", "2001:0:4136:e378:8000:63bf:3fff:fdd2", 22, nil, false, TierHard, ""},
 		{"ula", OpConnect, "tcp", "fd12::1", 22, nil, false, TierHard, "unique local"},
@@ -294,7 +294,7 @@ func TestSpecialRangesData(t *testing.T) {
 			t.Errorf("%s: %v %v", a, r, ok)
 		}
 	}
-	for _, a := range []string{"8.8.8.8", "2606:4700::1111", "64:ff9b::808:808", "2002:808:808::"} {
+	for _, a := range []string{"8.8.8.8", "2606:4700::1111", "2a00:1450::1"} {
 		if r, ok := IsSpecial(netip.MustParseAddr(a)); ok {
 			t.Errorf("%s is public, got %v", a, r.Name)
 		}
@@ -371,7 +371,7 @@ func TestCompiledSpecialTables(t *testing.T) {
 			}
 		}
 	}
-	for _, tab := range [][]match6{meta6, spec6, emb6} {
+	for _, tab := range [][]match6{meta6, exact6, spec6, outside6m, emb6} {
 		for _, m := range tab {
 			var p netip.Prefix
 			if m.r != nil {
@@ -387,7 +387,7 @@ func TestCompiledSpecialTables(t *testing.T) {
 			}
 		}
 	}
-	if len(meta4)+len(meta6) != len(cloudMetadata) || len(spec4) != len(special4) || len(spec6) != len(special6) {
+	if len(meta4)+len(meta6) != len(cloudMetadata) || len(spec4) != len(special4) || len(exact6)+len(spec6) != len(special6) || len(outside6m) != len(outside6) {
 		t.Fatal("a table entry was not compiled")
 	}
 }

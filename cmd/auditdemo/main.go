@@ -10,6 +10,7 @@
 //	auditdemo explain --policy FILE write PATH | exec CMD ARGS... | dial HOST:PORT
 //	auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
 //	auditdemo suggest --log FILE [--policy FILE]  TOML that would allow a Warn run's would-denies
+//	auditdemo proxy --policy FILE --listen ADDR [--log FILE]  the egress proxy, logging JSON lines
 package main
 
 import (
@@ -34,6 +35,9 @@ const usage = `usage:
                                                run a command under procguard and print the decision
   auditdemo suggest --log FILE [--policy FILE] print the narrowest TOML additions that would allow
                                                the would-deny events of a Warn-mode log
+  auditdemo proxy --policy FILE --listen ADDR [--log FILE]
+                                               serve netguard's HTTP and SOCKS5 egress proxy on ADDR
+                                               (host:port or unix:/path), logging JSON lines
 `
 
 // run dispatches a command line and returns the exit status.
@@ -50,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdout, stderr)
 	case "suggest":
 		return cmdSuggest(args[1:], stdout, stderr)
+	case "proxy":
+		return cmdProxy(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

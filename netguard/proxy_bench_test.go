@@ -1,0 +1,193 @@
+package netguard
+
+import (
+	"io"
+	"net"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/auditguard/auditguard/policy"
+)
+
+// benchSide is one way of reaching the loopback server: direct, or through
+// the proxy by SOCKS5 or HTTP CONNECT.
+type benchSide struct {
+	name    string
+	open    func() (net.Conn, error)
+	ns      []int64
+	ratio   []float64 // this side's time over direct's, per iteration
+	mallocs uint64
+}
+
+// proxyBench starts a sink server (it reads size bytes, then answers one
+// byte, for as long as the connection lasts; size 1 makes it an echo of one
+// byte) and a proxy allowed to reach it, and returns the three sides.
+func proxyBench(b *testing.B, size int) []*benchSide {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, size)
+				for {
+					if _, err := io.ReadFull(c, buf); err != nil {
+						return
+					}
+					if _, err := c.Write([]byte{1}); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	b.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	target := ln.Addr().String()
+	ctx := benchScope(b, []policy.NetRule{{CIDR: "127.0.0.1"}})
+	p := NewProxy(ctx)
+	pln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go p.Serve(pln)
+	b.Cleanup(func() { p.Close() })
+	far := time.Now().Add(time.Hour)
+	return []*benchSide{
+		{name: "direct", open: func() (net.Conn, error) { return net.Dial("tcp", target) }},
+		{name: "socks5", open: func() (net.Conn, error) { return openTunnel(pln.Addr().String(), target, true, far) }},
+		{name: "connect", open: func() (net.Conn, error) { return openTunnel(pln.Addr().String(), target, false, far) }},
+	}
+}
+
+// runSides times one op per side per iteration, the first side rotating,
+// and reports per side the median time (*-us), the mean allocations of
+// this process (*-allocs: the proxy's share included, since it runs here),
+// and the median of the per-iteration ratios side/direct (*-ratio).
+func runSides(b *testing.B, sides []*benchSide, op func(s *benchSide) error) {
+	var ms runtime.MemStats
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		var direct int64
+		times := make([]int64, len(sides))
+		for j := range sides {
+			k := (i + j) % len(sides)
+			s := sides[k]
+			runtime.ReadMemStats(&ms)
+			before := ms.Mallocs
+			t0 := time.Now()
+			if err := op(s); err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+			d := time.Since(t0).Nanoseconds()
+			runtime.ReadMemStats(&ms)
+			s.mallocs += ms.Mallocs - before
+			s.ns = append(s.ns, d)
+			times[k] = d
+			if k == 0 {
+				direct = d
+			}
+		}
+		for k, s := range sides {
+			s.ratio = append(s.ratio, float64(times[k])/float64(direct))
+		}
+	}
+	b.StopTimer()
+	n := len(sides[0].ns)
+	if n == 0 {
+		return
+	}
+	for _, s := range sides {
+		b.ReportMetric(float64(median(s.ns))/1e3, s.name+"-us")
+		b.ReportMetric(float64(s.mallocs)/float64(n), s.name+"-allocs")
+		if s.name != "direct" {
+			b.ReportMetric(median(s.ratio), s.name+"-ratio")
+		}
+	}
+}
+
+// BenchmarkProxyTunnelSetup: open a connection (direct, or a tunnel
+// through the proxy: accept, handshake, one decision, upstream dial), move
+// one byte each way, close.
+func BenchmarkProxyTunnelSetup(b *testing.B) {
+	sides := proxyBench(b, 1)
+	runSides(b, sides, func(s *benchSide) error {
+		c, err := s.open()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.(*net.TCPConn).SetLinger(0) // no TIME_WAIT pile-up, on every side alike
+		if _, err := c.Write([]byte{0}); err != nil {
+			return err
+		}
+		_, err = io.ReadFull(c, make([]byte, 1))
+		return err
+	})
+}
+
+// BenchmarkProxyThroughput1MiB: send 1 MiB over an open connection (direct,
+// or an open tunnel) and wait for the server's one-byte acknowledgement.
+// Connections are opened once, outside the timing. Target: the tunnels'
+// ratio within 1.2.
+func BenchmarkProxyThroughput1MiB(b *testing.B) {
+	const size = 1 << 20
+	sides := proxyBench(b, size)
+	conns := map[*benchSide]net.Conn{}
+	for _, s := range sides {
+		c, err := s.open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.SetDeadline(time.Time{})
+		b.Cleanup(func() { c.Close() })
+		conns[s] = c
+	}
+	data := make([]byte, size)
+	ack := make([]byte, 1)
+	b.SetBytes(size * int64(len(sides)))
+	runSides(b, sides, func(s *benchSide) error {
+		c := conns[s]
+		if _, err := c.Write(data); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(c, ack)
+		return err
+	})
+}
+
+func median[T int64 | float64](s []T) T {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
