@@ -63,6 +63,7 @@ type Cmd struct {
 
 	sup     *supervisor
 	sandbox *sandbox.Launch
+	egress  *egress // the sandbox's route out through the proxy, with net rules
 }
 
 // Confinement is exactly what Start enforced on a child.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -95,6 +96,12 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 		spec.Net.Host = true
 	case !es.DenyNetwork:
 		spec.Net.Forward, _ = pr.pol.LoopbackPorts()
+		if pr.pol.NetRuleCount() > 0 {
+			c.egress = newEgress(c.ctx, c.String(), spec.Net.Forward)
+			spec.Net.Forward = append(spec.Net.Forward, c.egress.port)
+			spec.Net.Proxy = c.egress.port
+			spec.Env = proxyEnv(spec.Env, c.egress.port)
+		}
 	}
 	var join func(int) error
 	if cg != nil {
@@ -103,6 +110,8 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 	stdio := sandbox.Stdio{Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr, WaitDelay: x.WaitDelay}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {
+		c.egress.close()
+		c.egress = nil
 		return err
 	}
 	c.sandbox = l
@@ -115,8 +124,14 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 
 // dialForward dials a loopback port for the sandboxed child: one decision
 // through the pipeline, like a netguard dial, then a dial of the approved
-// literal.
+// literal. The egress port is served by the command's proxy instead,
+// which decides each request the child makes through it.
 func (c *Cmd) dialForward(ctx context.Context, network, addr string) (net.Conn, error) {
+	if c.egress != nil {
+		if _, port, err := net.SplitHostPort(addr); err == nil && port == strconv.Itoa(int(c.egress.port)) {
+			return c.egress.conn()
+		}
+	}
 	ev := &audit.Event{Protocol: audit.Net, Op: policy.OpConnect, Target: addr,
 		Detail: "forwarded from the sandbox of " + c.String()}
 	req, err := policy.ParseNetRequest(policy.OpConnect, network, addr)

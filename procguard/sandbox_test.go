@@ -33,7 +33,7 @@ import (
 
 // sandboxEnv enters a guard built from spec (the write root dir is added)
 // and skips when this host cannot build the sandbox.
-func sandboxEnv(t *testing.T, spec policy.Spec) *env {
+func sandboxEnv(t *testing.T, spec policy.Spec, opts ...audit.Option) *env {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -49,7 +49,7 @@ func sandboxEnv(t *testing.T, spec policy.Spec) *env {
 		t.Fatal(err)
 	}
 	rec := audit.NewRecorder()
-	g, err := audit.New(pol, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec))
+	g, err := audit.New(pol, append([]audit.Option{audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +264,74 @@ echo done`
 	}
 	other.Close()
 	hits.Wait()
+}
+
+// TestSandboxEgressProxy: with net rules, the child's only route out is
+// the egress proxy the proxy variables name; each request through it is
+// decided by the policy and recorded for the command, and the host's own
+// proxy variables never reach the child.
+func TestSandboxEgressProxy(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "PROXIED-OK")
+	}), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	t.Setenv("HTTP_PROXY", "http://host-proxy.invalid:1")
+	t.Setenv("no_proxy", "*")
+
+	tools := shellTools
+	tools.Rules = append(allow("curl"), tools.Rules...)
+	spec := policy.Spec{Exec: tools}
+	spec.Net.Rules = []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{port}}}
+	e := sandboxEnv(t, spec, audit.WithLogAllows())
+	// The allowed server through the proxy (curl reads http_proxy), a
+	// loopback address no rule allows, and the variables the child sees.
+	out, err, c := runScript(t, e, `
+p=$(( $1 + 0 ))
+curl -sS -f --max-time 10 "http://127.0.0.1:$p/"
+curl -sS -f --max-time 10 "http://127.0.0.2:$p/" || echo DENIED-BY-PROXY
+echo "vars $HTTP_PROXY $https_proxy $ALL_PROXY no_proxy=$no_proxy"`, port)
+	if err != nil {
+		t.Fatalf("script: %v %q", err, out)
+	}
+	sb := c.Confinement.Sandbox
+	if sb == nil || sb.Proxy == "" {
+		t.Fatalf("no egress proxy in the sandbox: %+v", sb)
+	}
+	if !strings.Contains(out, "PROXIED-OK") {
+		t.Errorf("the allowed server was not reached through the proxy: %q", out)
+	}
+	if !strings.Contains(out, "DENIED-BY-PROXY") || !strings.Contains(out, "403") {
+		t.Errorf("a loopback address no rule allows was not refused with 403: %q", out)
+	}
+	want := "vars http://" + sb.Proxy + " http://" + sb.Proxy + " socks5h://" + sb.Proxy + " no_proxy=\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("proxy variables: got %q, want the line %q", out, want)
+	}
+	var allowed, denied bool
+	for _, r := range e.rec.Records() {
+		if r.Protocol != audit.Net || !strings.Contains(r.Detail, "sandbox of") {
+			continue
+		}
+		switch {
+		case r.Outcome == audit.Allowed && r.Target == "127.0.0.1:"+port && strings.Contains(r.Detail, "via proxy"):
+			allowed = true
+		case r.Outcome != audit.Allowed && strings.HasPrefix(r.Target, "127.0.0.2:"):
+			denied = true
+		}
+	}
+	if !allowed || !denied {
+		for _, r := range e.rec.Records() {
+			t.Logf("record: %s %s %s %q %v", r.Protocol, r.Op, r.Target, r.Detail, r.Outcome)
+		}
+		t.Errorf("records: allowed proxied request %v, denied one %v (both attributed to the command)", allowed, denied)
+	}
 }
 
 func TestSandboxCannotSignalHost(t *testing.T) {

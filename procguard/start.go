@@ -151,6 +151,7 @@ func (c *Cmd) Wait() error {
 	var err error
 	if c.sandbox != nil {
 		c.ProcessState, err = c.sandbox.Wait()
+		c.egress.close()
 		if exit := c.sandbox.Exit(); exit != nil {
 			c.Signal = exit.Signal
 		}

@@ -27,8 +27,9 @@
 //   - every existing protected path inside a write root (.git/hooks,
 //     .bashrc, .env...) is bound read-only over itself, so it can be
 //     neither changed nor removed;
-//   - the loopback interface is up; loopback TCP ports the net rules allow
-//     are forwarded to the host, which decides each connection again; no
+//   - the loopback interface is up; loopback TCP ports the net rules allow,
+//     and the egress proxy's port (Net.Proxy), are forwarded to the host,
+//     which decides each connection (or each proxied request) again; no
 //     other route exists (no TCP, no UDP, no abstract unix sockets out);
 //   - on one locked thread, init sets no_new_privs, drops every
 //     capability, applies the Landlock ruleset (write roots writable,
@@ -61,8 +62,10 @@
 //   - Without user namespaces there is no sandbox: procguard falls back to
 //     Landlock and cgroups and says so in Confinement, unless the policy
 //     requires the sandbox (ExecSpec.RequireSandbox).
-//   - Only loopback TCP ports named by net rules are reachable; other
-//     allowed destinations need the egress proxy (not yet built).
+//   - With net rules, the target reaches the network only through the
+//     host's egress proxy (procguard sets the proxy variables to it) and
+//     the forwarded loopback ports; a program that ignores the proxy
+//     variables has no route.
 //
 // See docs/threat-model.md for what each layer guarantees.
 package sandbox

@@ -67,6 +67,9 @@ type Net struct {
 	// sandbox, 127.0.0.1:PORT reaches the host's 127.0.0.1:PORT through
 	// the host, which decides each connection again.
 	Forward []uint16 `json:"forward,omitempty"`
+	// Proxy, when set, is the forwarded port that reaches the host's
+	// egress proxy (procguard sets the proxy variables to it); for reports.
+	Proxy uint16 `json:"proxy,omitempty"`
 }
 
 // Rlimit is one resource limit (both soft and hard).
@@ -111,6 +114,10 @@ type Report struct {
 	// host loopback ports reachable from inside.
 	Loopback  bool     `json:"loopback"`
 	Forwarded []uint16 `json:"forwarded,omitempty"`
+	// Proxy is the address of the egress proxy inside the sandbox
+	// ("127.0.0.1:3128"), empty without one: the child's only route to
+	// destinations other than the forwarded loopback ports.
+	Proxy string `json:"proxy,omitempty"`
 	// Notes says what could not be enforced and why.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -142,6 +149,9 @@ func (r *Report) String() string {
 	}
 	if len(r.Forwarded) > 0 {
 		fmt.Fprintf(&b, " forwarded=%v", r.Forwarded)
+	}
+	if r.Proxy != "" {
+		b.WriteString(" proxy=" + r.Proxy)
 	}
 	if len(r.Rlimits) > 0 {
 		b.WriteString(" rlimits=" + strings.Join(r.Rlimits, ","))

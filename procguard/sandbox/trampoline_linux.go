@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 
@@ -344,6 +345,9 @@ func forward(st *initState) error {
 		return err
 	}
 	st.report.Forwarded = st.spec.Net.Forward
+	if st.spec.Net.Proxy != 0 {
+		st.report.Proxy = "127.0.0.1:" + strconv.Itoa(int(st.spec.Net.Proxy))
+	}
 	return nil
 }
 
