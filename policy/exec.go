@@ -137,6 +137,9 @@ type execRules struct {
 	programs map[string]*programRules // by real path
 	env      nameSet
 	all      []*execRule
+	// hasDeny: some deny rule could match a command an opaque script
+	// hides (a user deny rule, or a denied option of an allowed tool).
+	hasDeny bool
 }
 
 type programRules struct {
@@ -261,6 +264,10 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 		if r.Deny {
 			pr.deny = append(pr.deny, er)
 			pr.anyDeny = true
+			x.hasDeny = true
+		} else if tool != nil && len(tool.DeniedOptions()) > 0 {
+			x.hasDeny = true
+			pr.allow = append(pr.allow, er)
 		} else {
 			pr.allow = append(pr.allow, er)
 		}

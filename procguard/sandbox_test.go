@@ -49,7 +49,7 @@ func sandboxEnv(t *testing.T, spec policy.Spec) *env {
 		t.Fatal(err)
 	}
 	rec := audit.NewRecorder()
-	g, err := audit.New(pol, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec))
+	g, err := audit.New(pol, append(pastArgv(), audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec))...)
 	if err != nil {
 		t.Fatal(err)
 	}
