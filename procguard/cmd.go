@@ -147,9 +147,13 @@ func (c *Cmd) Run() error {
 	return c.Wait()
 }
 
-// Output runs the command and returns its standard output (capped by the
-// policy's OutputLimit; Truncated reports a cut).
+// Output runs the command and returns its standard output, capped by the
+// policy's OutputLimit: a cut of a command that succeeded is reported as a
+// *TruncatedError (errors.Is(err, ErrTruncated)) with the bytes kept.
 func (c *Cmd) Output() ([]byte, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	if c.Stdout != nil {
 		return nil, errors.New("procguard: Stdout already set")
 	}
@@ -167,17 +171,27 @@ func (c *Cmd) Output() ([]byte, error) {
 			ee.Stderr = eb.Bytes()
 		}
 	}
+	if err == nil && c.StdoutTruncated() {
+		err = &TruncatedError{Stream: "stdout", Limit: c.outW.limit}
+	}
 	return b.Bytes(), err
 }
 
-// CombinedOutput runs the command and returns stdout and stderr together.
+// CombinedOutput runs the command and returns stdout and stderr together,
+// capped and reported as Output is.
 func (c *Cmd) CombinedOutput() ([]byte, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	if c.Stdout != nil || c.Stderr != nil {
 		return nil, errors.New("procguard: Stdout or Stderr already set")
 	}
 	var b safeBuffer
 	c.Stdout, c.Stderr = &b, &b
 	err := c.Run()
+	if err == nil && c.StdoutTruncated() {
+		err = &TruncatedError{Stream: "output", Limit: c.outW.limit}
+	}
 	return b.Bytes(), err
 }
 

@@ -198,6 +198,9 @@ func wrapOutput(w io.Writer, limit int64) (io.Writer, *capWriter) {
 	if limit < 0 {
 		return w, nil
 	}
+	if sb, ok := w.(*safeBuffer); ok {
+		sb.limit = limit // never grow Output's buffer past the cap
+	}
 	cw := &capWriter{w: w, limit: limit}
 	return cw, cw
 }
