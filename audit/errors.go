@@ -94,6 +94,10 @@ func (e *DenyError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Decision.Detail)
 	}
+	if c := e.Decision.Command; c != nil {
+		b.WriteString("\n  command: ")
+		b.WriteString(strings.Join(c.Argv, " "))
+	}
 	if e.Decision.Tier != policy.TierNone {
 		b.WriteString(" [")
 		b.WriteString(e.Decision.Tier.String())

@@ -137,8 +137,13 @@ type Decision struct {
 	Allowed bool
 	Tier    Tier  // TierNone when Allowed
 	Rule    *Rule // the rule that decided; never nil
-	// Detail is a short constant phrase refining Rule ("target is a root").
+	// Detail is a short phrase refining Rule ("target is a root", or the
+	// opaque part of a script).
 	Detail string
+	// Command is the command inside a script or wrapper that decided
+	// ("git push" of "sh -c 'git status && git push'"), nil when the call
+	// itself did. It points into the ExecRequest's plan.
+	Command *ExecCommand
 }
 
 // Allow returns an allowing decision by rule r.

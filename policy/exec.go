@@ -137,11 +137,18 @@ type execRules struct {
 	programs map[string]*programRules // by real path
 	env      nameSet
 	all      []*execRule
+	// hasDeny: some deny rule could match a command an opaque script
+	// hides (a user deny rule, or a denied option of an allowed tool).
+	hasDeny bool
 }
 
 type programRules struct {
 	allow, deny []*execRule
 	anyDeny     bool
+	// applets holds the rules of a multicall binary (busybox, toybox,
+	// coreutils) by applet name: allowing "ls" that is a link to busybox
+	// must not allow "wget" through the same file.
+	applets map[string]*programRules
 }
 
 type execRule struct {
@@ -216,13 +223,21 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 		}
 		er := &execRule{rule: r, prog: prog, env: newNameSet(r.Env),
 			r: &Rule{Kind: KindExec, Pattern: pat, Source: src, Hint: hint}}
+		tool := toolForName(filepath.Base(prog))
+		if isMulticall(prog) {
+			tool = toolForName(filepath.Base(r.Program))
+		}
+		matches := er.matches
+		if r.Deny {
+			matches = func(args []string) bool { return er.matchesDeny(tool, args) }
+		}
 		for _, ex := range r.Match {
-			if !er.matches(ex) {
+			if !matches(ex) {
 				fail("exec rule", pat, src, fmt.Errorf("example %q does not match", ex))
 			}
 		}
 		for _, ex := range r.NoMatch {
-			if er.matches(ex) {
+			if matches(ex) {
 				fail("exec rule", pat, src, fmt.Errorf("counter-example %q matches", ex))
 			}
 		}
@@ -231,9 +246,28 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 			pr = &programRules{}
 			x.programs[prog] = pr
 		}
+		if isMulticall(prog) {
+			applet := filepath.Base(r.Program)
+			if applet == filepath.Base(prog) {
+				applet = "" // the binary by its own name: every applet
+			}
+			if pr.applets == nil {
+				pr.applets = map[string]*programRules{}
+			}
+			ap := pr.applets[applet]
+			if ap == nil {
+				ap = &programRules{}
+				pr.applets[applet] = ap
+			}
+			pr = ap
+		}
 		if r.Deny {
 			pr.deny = append(pr.deny, er)
 			pr.anyDeny = true
+			x.hasDeny = true
+		} else if tool != nil && len(tool.DeniedOptions()) > 0 {
+			x.hasDeny = true
+			pr.allow = append(pr.allow, er)
 		} else {
 			pr.allow = append(pr.allow, er)
 		}
@@ -316,6 +350,33 @@ func isExecutable(f string) error {
 	return nil
 }
 
+// matchesDeny is matches for a deny rule, reading the arguments as the
+// tool does when it has a table: a deny token that is an option matches it
+// in every spelling (prefix, "=value", cluster, old-style tar, a sibling
+// spelling such as "-u" for "--upload-pack"). Without a table, "--flag"
+// also matches any prefix "--fl" and "-f" any cluster holding f.
+func (r *execRule) matchesDeny(t *Tool, args []string) bool {
+	if r.matches(args) {
+		return true
+	}
+	pre := r.rule.Args
+	if len(pre) != 1 || len(pre[0]) < 2 || pre[0][0] != '-' {
+		return false
+	}
+	if t != nil {
+		return denyMatchesOption(t, args, pre[0])
+	}
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if looseOption(pre[0], a) {
+			return true
+		}
+	}
+	return false
+}
+
 // matches reports whether the rule matches args (the arguments after the
 // program name).
 func (r *execRule) matches(args []string) bool {
@@ -367,21 +428,83 @@ func (p *Policy) CheckExec(program string, argv []string) Decision {
 	if len(argv) > 1 {
 		args = argv[1:]
 	}
+	name := filepath.Base(program)
 	pr := p.exec.programs[program]
-	if pr == nil {
+	if isMulticall(program) {
+		var applet string
+		applet, args = multicallApplet(name, argv)
+		name = applet
+		if pr != nil {
+			all := pr.applets[""]
+			pr = pr.applets[applet]
+			if pr == nil {
+				pr = all
+			}
+		}
+	}
+	tool := toolForName(name)
+	if pr != nil {
+		for _, r := range pr.deny {
+			if r.matchesDeny(tool, args) {
+				return Deny(TierHard, r.r, "")
+			}
+		}
+	}
+	var allow *execRule
+	if pr != nil {
+		for _, r := range pr.allow {
+			if r.matches(args) {
+				allow = r
+				break
+			}
+		}
+	}
+	if tool != nil {
+		if r := builtinDeny(tool, args, allow); r != nil {
+			return Deny(TierHard, r, "")
+		}
+	}
+	switch {
+	case allow != nil:
+		return Allow(allow.r)
+	case pr == nil:
 		return Deny(TierSoft, ruleNoExecRule, "")
 	}
-	for _, r := range pr.deny {
-		if r.matches(args) {
-			return Deny(TierHard, r.r, "")
-		}
-	}
-	for _, r := range pr.allow {
-		if r.matches(args) {
-			return Allow(r.r)
-		}
-	}
 	return Deny(TierSoft, ruleNoExecRule, "no rule for the program allows these arguments")
+}
+
+// multicallNames are binaries that pick the program they act as from
+// argv[0] or their first argument.
+var multicallNames = map[string]bool{"busybox": true, "toybox": true, "coreutils": true}
+
+func isMulticall(program string) bool { return multicallNames[filepath.Base(program)] }
+
+// multicallApplet returns the applet a multicall binary runs and the
+// arguments the applet reads: argv[0]'s base name ("ls" linked to
+// busybox), or the first argument when the binary is called by its own
+// name ("busybox wget URL", "coreutils --coreutils-prog=ls").
+func multicallApplet(self string, argv []string) (string, []string) {
+	if len(argv) == 0 {
+		return "", nil
+	}
+	a0 := filepath.Base(argv[0])
+	if a0 != self && a0 != "busybox" && a0 != "toybox" && a0 != "coreutils" {
+		return a0, argv[1:]
+	}
+	if len(argv) < 2 {
+		return "", nil
+	}
+	if v, ok := strings.CutPrefix(argv[1], "--coreutils-prog="); ok {
+		return v, argv[2:]
+	}
+	return filepath.Base(argv[1]), argv[2:]
+}
+
+// toolForName returns the option table for a program name, nil when there
+// is none. The tables are loaded on first use.
+func toolForName(name string) *Tool {
+	loadTools()
+	return toolsByName[name]
 }
 
 // ExecPrograms returns the real paths of the programs some allow rule

@@ -19,6 +19,17 @@ type ExecResolver interface {
 	Path(name string) (string, error)
 }
 
+// ExecPathResolver is implemented by resolvers that can look a name up in
+// another search path: the one a wrapper sets (env PATH=/dir cmd, env -i
+// cmd). Without it, such a command is judged as the wrapper.
+type ExecPathResolver interface {
+	ProgramIn(name string, path []string) (string, error)
+}
+
+// defaultExecvpPath is the search path execvp(3) uses when PATH is unset
+// (glibc's confstr(_CS_PATH)): what "env -i cmd" searches.
+var defaultExecvpPath = []string{"/bin", "/usr/bin"}
+
 // ExecCommand is one program a call would run.
 type ExecCommand struct {
 	Name    string   // as written
@@ -48,13 +59,20 @@ type ExecPlan struct {
 	// Wrappers (env, timeout, a shell running a plain script...) run the
 	// commands; only deny rules apply to them.
 	Wrappers []ExecCommand
-	// Assigns are variables a wrapper (env NAME=VALUE) sets for its command.
+	// Assigns are variables a wrapper (env NAME=VALUE) or a script
+	// (NAME=VALUE cmd, export NAME=VALUE) sets.
 	Assigns []string
+	// Builtins: an unwrapped script runs only shell builtins (":",
+	// "exit 3", "echo x", "test -f a"), no program.
+	Builtins bool
 	// Redirects are the resolved redirection targets of unwrapped scripts.
 	Redirects []ExecRedirect
 	// Opaque says why a shell or wrapper is judged as itself ("" when
-	// everything was unwrapped).
+	// everything was unwrapped): the part that cannot be known.
 	Opaque string
+	// OpaqueRedirect: a redirection target is computed ("> $F", "> ~/x"),
+	// so it could name a protected file.
+	OpaqueRedirect bool
 }
 
 const maxPlanDepth = 8
@@ -72,7 +90,7 @@ func PlanExec(r ExecResolver, name string, argv []string) ExecPlan {
 	if len(argv) == 0 {
 		argv = []string{name}
 	}
-	pl.add(r, name, argv, 0, false)
+	pl.add(r, name, argv, 0, false, nil)
 	return pl
 }
 
@@ -82,9 +100,21 @@ func (pl *ExecPlan) opaque(why string) {
 	}
 }
 
-func (pl *ExecPlan) add(r ExecResolver, name string, argv []string, depth int, open bool) {
+func (pl *ExecPlan) add(r ExecResolver, name string, argv []string, depth int, open bool, path []string) {
 	c := ExecCommand{Name: name, Argv: argv, OpenArgs: open}
-	c.Program, c.Err = r.Program(name)
+	if path != nil {
+		// A wrapper set PATH: the command is looked up in it.
+		pr, ok := r.(ExecPathResolver)
+		if !ok {
+			pl.opaque("the command is looked up in a PATH the wrapper sets")
+			c.Program, c.Err = "", ErrProgramNotFound
+			pl.Commands = append(pl.Commands, c)
+			return
+		}
+		c.Program, c.Err = pr.ProgramIn(name, path)
+	} else {
+		c.Program, c.Err = r.Program(name)
+	}
 	if c.Err != nil || depth >= maxPlanDepth {
 		if depth >= maxPlanDepth {
 			pl.opaque("wrappers nested too deeply")
@@ -100,24 +130,34 @@ func (pl *ExecPlan) add(r ExecResolver, name string, argv []string, depth int, o
 			pl.Commands = append(pl.Commands, c)
 			return
 		}
-		calls, redirs, why := parseScript(script, lang)
-		if why != "" {
-			pl.opaque(why)
-			pl.Commands = append(pl.Commands, c)
-			return
-		}
-		for _, rd := range redirs {
+		sc := parseScript(script, lang)
+		// Every literal redirection is judged, opaque script or not: a
+		// redirection to a protected name is a hard denial in every form.
+		for _, rd := range sc.redirs {
 			p, err := r.Path(rd.path)
 			if err != nil {
 				pl.opaque("redirection target " + rd.path + " cannot be resolved")
-				pl.Commands = append(pl.Commands, c)
-				return
+				continue
 			}
 			pl.Redirects = append(pl.Redirects, ExecRedirect{Path: p, Write: rd.write, Shell: c})
 		}
+		if sc.computedRedirect {
+			pl.OpaqueRedirect = true
+		}
+		pl.Assigns = append(pl.Assigns, sc.assigns...)
+		if sc.why != "" || pl.Opaque != "" {
+			pl.opaque(sc.why)
+			pl.Commands = append(pl.Commands, c)
+			return
+		}
 		pl.Wrappers = append(pl.Wrappers, c)
-		for _, call := range calls {
-			pl.add(r, call[0], call, depth+1, open)
+		if len(sc.calls) == 0 {
+			// Only builtins (":", "exit 3", "echo x", "test -f a"): the
+			// shell runs nothing else and is judged as a wrapper.
+			pl.Builtins = true
+		}
+		for _, call := range sc.calls {
+			pl.add(r, call[0], call, depth+1, open, path)
 		}
 		return
 	}
@@ -130,7 +170,7 @@ func (pl *ExecPlan) add(r ExecResolver, name string, argv []string, depth int, o
 			return
 		}
 		for _, cmd := range cmds {
-			pl.add(r, cmd[0], cmd, depth+1, open || hasBraces(cmd))
+			pl.add(r, cmd[0], cmd, depth+1, open || hasBraces(cmd), path)
 		}
 		return
 	}
@@ -148,10 +188,54 @@ func (pl *ExecPlan) add(r ExecResolver, name string, argv []string, depth int, o
 		} else {
 			pl.Wrappers = append(pl.Wrappers, c)
 		}
-		pl.add(r, inner[0], inner, depth+1, open || innerOpen)
+		innerPath := path
+		if base == "env" {
+			if p, set, ok := envPath(argv); !ok {
+				pl.opaque("env sets a PATH with a relative entry")
+				pl.Commands = append(pl.Commands, c)
+				return
+			} else if set {
+				innerPath = p
+			}
+		}
+		pl.add(r, inner[0], inner, depth+1, open || innerOpen, innerPath)
 		return
 	}
 	pl.Commands = append(pl.Commands, c)
+}
+
+// envPath returns the PATH env gives its command: the one it assigns,
+// the execvp default after -i or -u PATH, or set=false when it keeps the
+// child's. ok is false for a PATH with a relative entry.
+func envPath(argv []string) (path []string, set, ok bool) {
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-i" || a == "--ignore-environment" || a == "-" || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'i') && !strings.ContainsAny(a, "uCS")):
+			path, set = defaultExecvpPath, true
+		case a == "-u" || a == "--unset":
+			if i+1 < len(argv) && argv[i+1] == "PATH" {
+				path, set = defaultExecvpPath, true
+			}
+			i++
+		case a == "-uPATH" || a == "--unset=PATH":
+			path, set = defaultExecvpPath, true
+		case strings.HasPrefix(a, "PATH="):
+			path, set = nil, true
+			for _, e := range strings.Split(a[5:], ":") {
+				if e == "" || !filepath.IsAbs(e) {
+					return nil, true, false
+				}
+				path = append(path, e)
+			}
+		case a == "--":
+		case len(a) > 0 && a[0] == '-':
+		case strings.IndexByte(a, '=') > 0:
+		default:
+			return path, set, true
+		}
+	}
+	return path, set, true
 }
 
 func hasBraces(argv []string) bool {
@@ -180,89 +264,203 @@ func shellScript(argv []string) (string, bool) {
 }
 
 type redirTarget struct {
+	// path is the literal target, "" for fd duplications and computed ones.
 	path  string
 	write bool
 }
 
-// stateBuiltins change the shell or run code it holds; a script using one
-// is judged as the shell.
+// stateBuiltins change the shell, what runs, or run code the script
+// holds; a script using one is judged as the shell.
 var stateBuiltins = map[string]bool{
 	"eval": true, "exec": true, "source": true, ".": true, "command": true, "builtin": true,
-	"alias": true, "trap": true, "set": true, "export": true, "unset": true, "cd": true,
-	"pushd": true, "popd": true, "declare": true, "typeset": true, "local": true,
-	"readonly": true, "let": true, "shopt": true, "enable": true, "hash": true, "fc": true,
-	"function": true, "coproc": true, "ulimit": true, "umask": true, "read": true,
+	"alias": true, "trap": true, "set": true, "unset": true, "cd": true,
+	"pushd": true, "popd": true, "let": true, "shopt": true, "enable": true, "hash": true, "fc": true,
+	"function": true, "coproc": true, "ulimit": true, "umask": true, "read": true, "mapfile": true,
+	"readarray": true, "getopts": true, "jobs": true, "fg": true, "bg": true, "kill": true, "wait": true,
+	"disown": true, "suspend": true, "type": true, "shift": true, "return": true, "break": true, "continue": true,
+}
+
+// plainBuiltins are builtins that run nothing and change nothing that
+// decides what runs (bash(1) SHELL BUILTIN COMMANDS, sh(1p)): a script of
+// only these needs no rule for the binaries of the same names.
+var plainBuiltins = map[string]bool{
+	":": true, "true": true, "false": true, "exit": true, "echo": true, "printf": true,
+	"test": true, "[": true, "pwd": true,
+}
+
+type scriptFacts struct {
+	calls            [][]string
+	redirs           []redirTarget
+	assigns          []string
+	computedRedirect bool
+	why              string // the opaque part; "" for a plain script
 }
 
 // parseScript returns the literal argv of every command of a plain script,
-// its redirection targets, or why the script is not plain.
-func parseScript(script string, lang syntax.LangVariant) (calls [][]string, redirs []redirTarget, why string) {
+// every literal redirection target (also of an opaque script), the
+// variables it assigns, and why the script is not plain.
+func parseScript(script string, lang syntax.LangVariant) (sc scriptFacts) {
 	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(script), "")
 	if err != nil {
-		return nil, nil, "the script does not parse"
+		sc.why = "the script does not parse"
+		return sc
 	}
 	if len(f.Stmts) == 0 {
-		return nil, nil, "empty script"
+		sc.why = "empty script"
+		return sc
 	}
+	// Redirections anywhere (subshells, functions, loops) are collected
+	// first, so an opaque script cannot hide one to a protected name.
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if rd, ok := n.(*syntax.Redirect); ok {
+			t, why := redirect(rd)
+			switch {
+			case t.path != "":
+				sc.redirs = append(sc.redirs, t)
+			case why != "" && rd.Hdoc == nil:
+				sc.computedRedirect = true
+			}
+		}
+		return true
+	})
 	var walk func(s *syntax.Stmt) string
 	walk = func(s *syntax.Stmt) string {
 		if s.Negated || s.Background || s.Coprocess || s.Disown {
-			return "background jobs and negations are judged as the shell"
+			return "a background job or negation (" + nodeText(script, s) + ")"
 		}
 		for _, rd := range s.Redirs {
-			t, why := redirect(rd)
-			if why != "" {
-				return why
-			}
-			if t.path != "" {
-				redirs = append(redirs, t)
+			if _, why := redirect(rd); why != "" {
+				return why + " (" + nodeText(script, rd) + ")"
 			}
 		}
 		switch c := s.Cmd.(type) {
 		case *syntax.CallExpr:
-			if len(c.Assigns) > 0 {
-				return "variable prefixes are judged as the shell"
+			for _, a := range c.Assigns {
+				if why := sc.assign(script, a); why != "" {
+					return why
+				}
 			}
 			if len(c.Args) == 0 {
-				return "empty command"
+				return "" // NAME=VALUE alone
 			}
 			argv := make([]string, 0, len(c.Args))
 			for i, w := range c.Args {
 				lit, ok := literal(w, i == 0)
 				if !ok {
-					return "substitutions, variables and globs are judged as the shell"
+					return "a computed word " + nodeText(script, w) + " in " + nodeText(script, c)
 				}
 				argv = append(argv, lit)
 			}
+			switch argv[0] {
+			case "export", "readonly", "local", "declare", "typeset":
+				// sh parses these as commands: NAME=VALUE and NAME words
+				// are assignments; options (-f, -n, -p) are opaque.
+				for _, a := range argv[1:] {
+					name, _, _ := strings.Cut(a, "=")
+					if !isName(name) {
+						return "the builtin " + argv[0] + " with options (" + nodeText(script, c) + ")"
+					}
+					if name == "PATH" {
+						return "the script sets PATH (" + nodeText(script, c) + "): what runs cannot be told"
+					}
+					sc.assigns = append(sc.assigns, name)
+				}
+				return ""
+			}
 			if stateBuiltins[argv[0]] {
-				return "the builtin " + argv[0] + " is judged as the shell"
+				return "the builtin " + argv[0] + " (" + nodeText(script, c) + ")"
 			}
-			if argv[0] == "exit" || argv[0] == ":" {
-				return "" // harmless builtins that run nothing
+			if plainBuiltins[argv[0]] {
+				if argv[0] == "printf" {
+					for _, a := range argv[1:] {
+						if strings.HasPrefix(a, "-v") {
+							return "printf -v assigns a variable (" + nodeText(script, c) + ")"
+						}
+					}
+				}
+				return "" // a builtin that runs nothing
 			}
-			calls = append(calls, argv)
+			sc.calls = append(sc.calls, argv)
+			return ""
+		case *syntax.DeclClause:
+			// export/declare/local/readonly/typeset NAME=VALUE: assignments;
+			// anything else (flags, -f functions, computed names) is opaque.
+			for _, a := range c.Args {
+				if a.Name == nil || (a.Value == nil && !a.Naked) {
+					return "the builtin " + c.Variant.Value + " with options (" + nodeText(script, c) + ")"
+				}
+				if why := sc.assign(script, a); why != "" {
+					return why
+				}
+			}
 			return ""
 		case *syntax.BinaryCmd:
 			switch c.Op {
 			case syntax.AndStmt, syntax.OrStmt, syntax.Pipe, syntax.PipeAll:
 			default:
-				return "unsupported operator"
+				return "an unsupported operator"
 			}
 			if w := walk(c.X); w != "" {
 				return w
 			}
 			return walk(c.Y)
 		case nil:
-			return "empty command"
+			return "an empty command"
 		}
-		return "subshells, blocks, functions and control flow are judged as the shell"
+		return "a subshell, block, function or control flow (" + nodeText(script, s) + ")"
 	}
 	for _, s := range f.Stmts {
 		if w := walk(s); w != "" {
-			return nil, nil, w
+			sc.why = w
+			sc.calls = nil
+			return sc
 		}
 	}
-	return calls, redirs, ""
+	return sc
+}
+
+// assign records one assignment, or says why it makes the script opaque.
+func (sc *scriptFacts) assign(script string, a *syntax.Assign) string {
+	if a.Name == nil || a.Array != nil || a.Index != nil {
+		return "an array assignment (" + nodeText(script, a) + ")"
+	}
+	if a.Value != nil {
+		if _, ok := literal(a.Value, false); !ok {
+			return "a computed value (" + nodeText(script, a) + ")"
+		}
+	}
+	if a.Name.Value == "PATH" {
+		return "the script sets PATH (" + nodeText(script, a) + "): what runs cannot be told"
+	}
+	sc.assigns = append(sc.assigns, a.Name.Value)
+	return ""
+}
+
+// isName reports whether s is a shell variable name.
+func isName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// nodeText returns the source of a node, shortened.
+func nodeText(script string, n syntax.Node) string {
+	s, e := int(n.Pos().Offset()), int(n.End().Offset())
+	if s < 0 || e > len(script) || s > e {
+		return "?"
+	}
+	t := script[s:e]
+	if len(t) > 60 {
+		t = t[:57] + "..."
+	}
+	return t
 }
 
 func redirect(rd *syntax.Redirect) (redirTarget, string) {
@@ -314,6 +512,10 @@ func literal(w *syntax.Word, first bool) (string, bool) {
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
+			if (p.Value == "[" || p.Value == "]") && len(w.Parts) == 1 {
+				b.WriteString(p.Value) // test's "[ -f a ]", not a glob
+				continue
+			}
 			if strings.ContainsAny(p.Value, "*?[]{}~\\") {
 				return "", false
 			}

@@ -21,6 +21,12 @@ var (
 		Hint: "name the variable in ExecSpec.Env or in the command's ExecRule.Env"}
 	ruleExecDir = &Rule{Kind: KindExec, Pattern: "commands run inside a write root", Source: "builtin",
 		Hint: "set Cmd.Dir to a directory inside a write root (or a read root with ExecSpec.DirInReadRoots)"}
+	ruleOpaque = &Rule{Kind: KindExec, Pattern: "scripts that cannot be read whole are refused where deny rules apply", Source: "builtin",
+		Hint: "write the script with literal commands and arguments (no variables, substitutions, eval or control flow), or run the programs directly"}
+	ruleOpaqueRedirect = &Rule{Kind: KindExec, Pattern: "computed redirection targets could name a protected file", Source: "builtin",
+		Hint: "redirect to a literal path inside a write root"}
+	ruleBuiltins = &Rule{Kind: KindExec, Pattern: "shell builtins run no program", Source: "builtin",
+		Hint: "the script runs only builtins such as :, true, exit, echo, printf, test"}
 	ruleOpenArgs = &Rule{Kind: KindExec, Pattern: "arguments from input cannot pass deny rules", Source: "builtin",
 		Hint: "xargs and find -exec {} append arguments the policy cannot see; the program has deny rules, so run it directly"}
 )
@@ -31,7 +37,7 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	if r.Invalid != "" {
 		return Deny(TierInvalid, ruleExecInvalid, r.Invalid)
 	}
-	if len(r.Plan.Commands) == 0 {
+	if len(r.Plan.Commands) == 0 && !r.Plan.Builtins {
 		return Deny(TierInvalid, ruleExecInvalid, "nothing to run")
 	}
 	var out Decision
@@ -50,13 +56,28 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	}
 	for i := range r.Plan.Commands {
 		c := &r.Plan.Commands[i]
-		worse(p.checkCommand(c), inner)
+		d := p.checkCommand(c)
+		if !d.Allowed && inner != "" {
+			d.Command = c
+		}
+		worse(d, inner)
+	}
+	if len(r.Plan.Commands) == 0 {
+		worse(Allow(ruleBuiltins), "")
 	}
 	for i := range r.Plan.Wrappers {
 		c := &r.Plan.Wrappers[i]
 		if d := p.CheckExec(c.Program, c.Argv); !d.Allowed && d.Tier >= TierHard {
+			d.Command = c
 			worse(d, "in a shell or wrapper the call runs through")
 		}
+	}
+	if r.Plan.Opaque != "" && p.exec.hasDeny {
+		// Like xargs: what cannot be read cannot be held to deny rules.
+		worse(Deny(TierHard, ruleOpaque, r.Plan.Opaque), "")
+	}
+	if r.Plan.OpaqueRedirect {
+		worse(Deny(TierHard, ruleOpaqueRedirect, r.Plan.Opaque), "")
 	}
 	for _, name := range r.Plan.Assigns {
 		if !p.envPasses(name, nil) {
@@ -83,6 +104,9 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	worse(p.CheckExecDir(r.Dir, r.Cwd), "the working directory")
 	if out.Allowed {
 		// Report the rule that allowed the first command, not the directory.
+		if len(r.Plan.Commands) == 0 {
+			return Allow(ruleBuiltins)
+		}
 		return p.checkCommand(&r.Plan.Commands[0])
 	}
 	return out

@@ -24,6 +24,14 @@ func (r osResolver) Program(name string) (string, error) {
 	return filepath.EvalSymlinks(f)
 }
 
+func (r osResolver) ProgramIn(name string, path []string) (string, error) {
+	f, err := policy.LookPath(name, path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(f)
+}
+
 func (r osResolver) Path(name string) (string, error) {
 	return policy.Resolve(policy.OSFS{}, name, r.dir, true)
 }
@@ -170,22 +178,46 @@ func TestPlanExec(t *testing.T) {
 		{[]string{"bash", "-lc", "git status; echo done | true"}, true, 0, false},
 		{[]string{"sh", "-c", "git status && git push"}, false, policy.TierHard, false},
 		{[]string{"sh", "-c", "git status || rm -rf /"}, false, policy.TierSoft, false},
-		{[]string{"sh", "-c", "echo $(id)"}, false, policy.TierSoft, true},
-		{[]string{"sh", "-c", "echo $HOME"}, false, policy.TierSoft, true},
-		{[]string{"sh", "-c", "(git status)"}, false, policy.TierSoft, true},
-		{[]string{"sh", "-c", "eval git status"}, false, policy.TierSoft, true},
-		{[]string{"sh", "-c", "f() { git push; }; f"}, false, policy.TierSoft, true},
-		{[]string{"sh", "-c", "FOO=1 git status"}, false, policy.TierSoft, true},
-		{[]string{"sh", "-c", "git status &"}, false, policy.TierSoft, true},
-		{[]string{"sh", "-c", "ls *"}, false, policy.TierSoft, true},
+		{[]string{"sh", "-c", "echo $(id)"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "echo $HOME"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "(git status)"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "eval git status"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "f() { git push; }; f"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "FOO=1 git status"}, true, 0, false},
+		{[]string{"sh", "-c", "GIT_SSH_COMMAND=sh git status"}, false, policy.TierHard, false},
+		{[]string{"sh", "-c", "export LD_PRELOAD=/x.so; git status"}, false, policy.TierHard, false},
+		{[]string{"sh", "-c", "PATH=/tmp git status"}, false, policy.TierHard, true},
+		{[]string{"bash", "-c", "export PATH=/tmp; git status"}, false, policy.TierHard, true},
+		{[]string{"bash", "-c", "declare PATH=/tmp; git status"}, false, policy.TierHard, true},
+		{[]string{"bash", "-c", "printf -v PATH %s /tmp; git status"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", ":"}, true, 0, false},
+		{[]string{"sh", "-c", "exit 3"}, true, 0, false},
+		{[]string{"sh", "-c", "true"}, true, 0, false},
+		{[]string{"sh", "-c", "echo x"}, true, 0, false},
+		{[]string{"sh", "-c", "test -f a"}, true, 0, false},
+		{[]string{"sh", "-c", "[ -f a ]"}, true, 0, false},
+		{[]string{"sh", "-c", "[ -f a ] && git status"}, true, 0, false},
+		{[]string{"sh", "-c", "exec git status"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", ". ./x.sh"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "command git push"}, false, policy.TierHard, true},
+		{[]string{"env", "PATH=" + outside, "git", "status"}, false, policy.TierSoft, false},
+		{[]string{"env", "-i", "git", "status"}, true, 0, false},
+		{[]string{"env", "PATH=rel", "git", "status"}, false, policy.TierHard, true},
+		{[]string{"xargs", "-e", "git", "push"}, false, policy.TierHard, false},
+		{[]string{"xargs", "-l", "git", "status"}, false, policy.TierHard, false},
+		{[]string{"xargs", "-eEOF", "echo"}, true, 0, false},
+		{[]string{"xargs", "-i", "echo"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "git status; env PATH=" + outside + " git status"}, false, policy.TierSoft, false},
+		{[]string{"sh", "-c", "git status &"}, false, policy.TierHard, true},
+		{[]string{"sh", "-c", "ls *"}, false, policy.TierHard, true},
 		{[]string{"sh", "-c", "echo hi > out.txt"}, true, 0, false},
 		{[]string{"sh", "-c", "echo hi > " + outside + "/f"}, false, policy.TierSoft, false},
 		{[]string{"sh", "-c", "echo hi 2>/dev/null >&2"}, true, 0, false},
 		{[]string{"sh", "-c", "echo hi > .git/hooks/pre-commit"}, false, policy.TierHard, false},
-		{[]string{"sh", "script.sh"}, false, policy.TierSoft, true},
+		{[]string{"sh", "script.sh"}, false, policy.TierHard, true},
 		{[]string{"env", "git", "status"}, true, 0, false},
 		{[]string{"env", "LD_PRELOAD=/x.so", "git", "status"}, false, policy.TierHard, false},
-		{[]string{"env", "-S", "git status"}, false, policy.TierSoft, true},
+		{[]string{"env", "-S", "git status"}, false, policy.TierHard, true},
 		{[]string{"timeout", "-k", "1", "5", "git", "status"}, true, 0, false},
 		{[]string{"timeout", "5", "git", "push"}, false, policy.TierHard, false},
 		{[]string{"nice", "-n", "5", "nohup", "setsid", "git", "diff"}, true, 0, false},
@@ -252,15 +284,24 @@ func TestExecEnv(t *testing.T) {
 			t.Errorf("%s reached the env: %s", bad, got)
 		}
 	}
-	for _, good := range []string{"OTHER=o", "GIT_SSH_COMMAND=ssh -i k", "CI=1"} {
+	for _, good := range []string{"GIT_SSH_COMMAND=ssh -i k", "CI=1", "MY_A=a"} {
 		if !strings.Contains(got, good) {
 			t.Errorf("%s missing: %s", good, got)
 		}
 	}
-	if strings.Join(dropped, ",") != "LD_PRELOAD,GH_TOKEN" {
+	// Copied from the host: OTHER is inherited, not set, and the policy
+	// does not name it.
+	if strings.Join(dropped, ",") != "LD_PRELOAD,GH_TOKEN,OTHER" {
 		t.Errorf("dropped = %v", dropped)
 	}
-	for _, n := range []string{"LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PYTHONPATH", "NODE_OPTIONS", "GIT_CONFIG_COUNT", "GIT_SSH_COMMAND"} {
+	set := append(append([]string(nil), host...), "OTHER=mine", "npm_config_script_shell=/x", "Http_Proxy=h", "TAR_OPTIONS=-I sh")
+	env, dropped = p.ExecEnv(policy.ExecEnvInput{Host: host, Set: set, Home: dir, Tmp: dir, Rules: []*policy.Rule{gitRule}})
+	if got := strings.Join(env, " "); !strings.Contains(got, "OTHER=mine") || strings.Contains(got, "npm_config") || strings.Contains(got, "Http_Proxy") || strings.Contains(got, "TAR_OPTIONS") {
+		t.Errorf("set env: %s (dropped %v)", got, dropped)
+	}
+	for _, n := range []string{"LD_PRELOAD", "DYLD_INSERT_LIBRARIES", "BASH_ENV", "ENV", "PYTHONPATH", "NODE_OPTIONS", "GIT_CONFIG_COUNT", "GIT_SSH_COMMAND",
+		"GIT_COMMON_DIR", "GIT_ALLOW_PROTOCOL", "TAR_OPTIONS", "RIPGREP_CONFIG_PATH", "ZIPOPT", "GIT_SSL_CAINFO", "AWS_CA_BUNDLE",
+		"NIX_SSL_CERT_FILE", "npm_config_script_shell", "https_proxy", "Ftp_Proxy", "ld_preload"} {
 		if !policy.IsInjectionVar(n) {
 			t.Errorf("%s not an injection variable", n)
 		}
@@ -268,6 +309,11 @@ func TestExecEnv(t *testing.T) {
 	for _, n := range []string{"GH_TOKEN", "aws_secret_access_key", "API_KEY", "DB_PASSWORD"} {
 		if !policy.IsSecretVar(n) {
 			t.Errorf("%s not secret-looking", n)
+		}
+	}
+	for _, n := range []string{"GIT_AUTHOR_NAME", "CI", "LANG", "MY_VAR"} {
+		if policy.IsInjectionVar(n) {
+			t.Errorf("%s taken for an injection variable", n)
 		}
 	}
 }
@@ -306,8 +352,9 @@ func FuzzPlanExec(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, script string) {
 		pl := policy.PlanExec(osResolver{path: p.ExecPath(), dir: dir}, "sh", []string{"sh", "-c", script})
-		if d := (&policy.ExecRequest{Plan: pl, Dir: dir, Cwd: dir}).Decide(p); d.Allowed {
-			t.Fatalf("a policy without exec rules allowed %q", script)
+		if d := (&policy.ExecRequest{Plan: pl, Dir: dir, Cwd: dir}).Decide(p); d.Allowed && (len(pl.Commands) > 0 || !pl.Builtins) {
+			// Only a script of builtins (":", "echo x") runs no program.
+			t.Fatalf("a policy without exec rules allowed %q (%+v)", script, pl)
 		}
 	})
 }
@@ -317,11 +364,11 @@ func FuzzPlanExec(f *testing.F) {
 // stays a hard denial whatever the shell rule says.
 func TestRedirectOutsideRootsJudgedAsShell(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
-	withShell, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "echo"}, {Program: "sh"}}}})
+	withShell, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "cat"}, {Program: "sh"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	noShell, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "echo"}}}})
+	noShell, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "cat"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,10 +381,16 @@ func TestRedirectOutsideRootsJudgedAsShell(t *testing.T) {
 		rule      string
 		detailHas string
 	}{
-		{"echo x > " + outside + "/f", withShell, true, 0, "echo", ""},
-		{"echo x > " + outside + "/f", noShell, false, policy.TierSoft, "programs need an exec rule", "judged as the shell"},
-		{"echo x > .git/hooks/pre-commit", withShell, false, policy.TierHard, ".git/hooks", "redirection target"},
-		{"echo x < /etc/hostname > out", noShell, true, 0, "echo", ""},
+		{"cat x > " + outside + "/f", withShell, true, 0, "cat", ""},
+		{"cat x > " + outside + "/f", noShell, false, policy.TierSoft, "programs need an exec rule", "judged as the shell"},
+		{"cat x > .git/hooks/pre-commit", withShell, false, policy.TierHard, ".git/hooks", "redirection target"},
+		{"echo x > .git/hooks/pre-commit", noShell, false, policy.TierHard, ".git/hooks", "redirection target"},
+		{"for f in a; do cat $f; done > .git/hooks/pre-commit", withShell, false, policy.TierHard, ".git/hooks", "redirection target"},
+		{"(cat x) >> .bashrc", withShell, false, policy.TierHard, ".bashrc", "redirection target"},
+		{"cat x 3> .git/hooks/post-merge", withShell, false, policy.TierHard, ".git/hooks", "redirection target"},
+		{"cat x > $OUT", withShell, false, policy.TierHard, "computed redirection targets could name a protected file", ""},
+		{"cat x > ~/.bashrc", withShell, false, policy.TierHard, "computed redirection targets could name a protected file", ""},
+		{"cat < /etc/hostname > out", noShell, true, 0, "cat", ""},
 	}
 	for _, tt := range tests {
 		pl := policy.PlanExec(r, "sh", []string{"sh", "-c", tt.script})

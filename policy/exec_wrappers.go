@@ -9,6 +9,9 @@ type wrapper struct {
 	valued map[string]bool
 	// refuse lists options after which the command cannot be told.
 	refuse map[string]bool
+	// optional lists short options whose value is optional and only
+	// attached ("-e", "-eEOF" for xargs): never the next word.
+	optional map[string]bool
 	// positional is how many operands come before the command (timeout's
 	// DURATION).
 	positional int
@@ -35,9 +38,13 @@ var wrappers = map[string]*wrapper{
 	"setsid":  {},
 	"stdbuf":  {valued: set("-i", "-o", "-e", "--input", "--output", "--error")},
 	"ionice":  {valued: set("-c", "--class", "-n", "--classdata"), refuse: set("-p", "--pid", "-P", "--pgid", "-u", "--uid")},
-	"xargs": {valued: set("-a", "--arg-file", "-d", "--delimiter", "-E", "-e", "-I", "-L", "-l", "-n",
+	// xargs: -e, -i and -l take an optional value, attached only
+	// (xargs --help, GNU findutils 4.9.0); --eof, --replace and
+	// --max-lines take it after "=".
+	"xargs": {valued: set("-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n",
 		"--max-args", "-P", "--max-procs", "-s", "--max-chars", "--process-slot-var"),
-		refuse: set("-a", "--arg-file", "-I", "-i", "--replace"), defaultCmd: "echo", open: true},
+		optional: set("-e", "-l", "-i"),
+		refuse:   set("-a", "--arg-file", "-I", "-i", "--replace"), defaultCmd: "echo", open: true},
 	"sudo": {valued: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-D", "--chdir",
 		"-h", "--host", "-p", "--prompt", "-r", "--role", "-t", "--type", "-T", "--command-timeout", "-U", "--other-user"),
 		refuse:     set("-i", "--login", "-s", "--shell", "-e", "--edit", "-l", "--list", "-v", "--validate", "-D", "--chdir"),
@@ -70,6 +77,10 @@ func (w *wrapper) unwrap(argv []string) (cmd []string, assigns []string, open, o
 		}
 		if w.refuse[name] || (len(a) > 2 && a[1] != '-' && w.refuse[a[:2]]) {
 			return nil, nil, false, false
+		}
+		if w.optional[a[:2]] && a[1] != '-' {
+			i++ // -e or -eEOF: the value, if any, is attached
+			continue
 		}
 		if w.valued[name] {
 			i += 2

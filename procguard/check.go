@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -25,15 +26,30 @@ type Decision struct {
 
 // Check says whether CommandContext(ctx, name, args...).Start would be
 // allowed, and why, without spawning anything. It runs the audit pipeline
-// (callbacks and records included) like Start does.
+// (callbacks and records included) like Start does, with the same
+// working-directory rule as Cmd.Check: the host's working directory. Use
+// CheckIn, or Cmd.Check with Dir set, to judge another directory.
 func Check(ctx context.Context, name string, args ...string) Decision {
 	return CommandContext(ctx, name, args...).Check()
 }
 
+// CheckIn is Check for a command that would run in dir.
+func CheckIn(ctx context.Context, dir, name string, args ...string) Decision {
+	c := CommandContext(ctx, name, args...)
+	c.Dir = dir
+	return c.Check()
+}
+
 // Check runs the decision Start would make, without spawning anything.
 func (c *Cmd) Check() Decision {
+	if err := c.usable(); err != nil {
+		return Decision{Err: err}
+	}
 	pr := c.prepare()
 	d := Decision{Err: pr.err, Program: pr.program, Dir: pr.req.Dir, Plan: pr.req.Plan}
+	if pr.missing {
+		d.Err = &exec.Error{Name: c.Args[0], Err: errNotFound}
+	}
 	if pr.ev != nil {
 		d.Decision = pr.ev.Decision
 	}
@@ -56,6 +72,9 @@ type prepared struct {
 	ev      *audit.Event
 	err     error
 	cwd     string
+	// missing: the program named is not in the policy's PATH (or the
+	// absolute path does not exist): Start reports exec.ErrNotFound.
+	missing bool
 }
 
 // resolver implements policy.ExecResolver with the policy's PATH and the
@@ -92,6 +111,16 @@ func (r *resolver) lookup(name string) resolved {
 func (r *resolver) Program(name string) (string, error) {
 	v := r.lookup(name)
 	return v.real, v.err
+}
+
+// ProgramIn looks name up in a PATH a wrapper sets (env PATH=/dir cmd,
+// env -i cmd): the program that will really run.
+func (r *resolver) ProgramIn(name string, path []string) (string, error) {
+	found, err := policy.LookPath(name, path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(found)
 }
 
 func (r *resolver) Path(name string) (string, error) {
@@ -157,6 +186,8 @@ func (c *Cmd) prepare() *prepared {
 	r := &resolver{path: pr.pol.ExecPath(), dir: dir}
 	if v := r.lookup(name); v.err == nil {
 		pr.path, pr.program = v.found, v.real
+	} else if errors.Is(v.err, policy.ErrProgramNotFound) || errors.Is(v.err, os.ErrNotExist) {
+		pr.missing = true
 	}
 	pr.req = policy.ExecRequest{Plan: policy.PlanExec(r, name, c.Args), Dir: dir, Cwd: cwd, Invalid: strings.Join(invalid, "; ")}
 	ev.Program = pr.program

@@ -6,9 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/policy"
 
 	"github.com/auditguard/auditguard/procguard/landlock"
 	"github.com/auditguard/auditguard/procguard/sandbox"
@@ -104,10 +108,15 @@ var ErrTimeout = errors.New("procguard: hard timeout")
 type KilledError struct {
 	Cause error
 	Err   error // the wait error (usually *exec.ExitError), may be nil
+	// Limit is the hard timeout in force when Cause is ErrTimeout.
+	Limit time.Duration
 }
 
 func (e *KilledError) Error() string {
 	s := "procguard: command killed: " + e.Cause.Error()
+	if errors.Is(e.Cause, ErrTimeout) && e.Limit > 0 {
+		s = "procguard: command killed after " + e.Limit.String() + " (Timeout)"
+	}
 	if e.Err != nil {
 		s += " (" + e.Err.Error() + ")"
 	}
@@ -139,9 +148,13 @@ func (c *Cmd) Run() error {
 	return c.Wait()
 }
 
-// Output runs the command and returns its standard output (capped by the
-// policy's OutputLimit; Truncated reports a cut).
+// Output runs the command and returns its standard output, capped by the
+// policy's OutputLimit: a cut of a command that succeeded is reported as a
+// *TruncatedError (errors.Is(err, ErrTruncated)) with the bytes kept.
 func (c *Cmd) Output() ([]byte, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	if c.Stdout != nil {
 		return nil, errors.New("procguard: Stdout already set")
 	}
@@ -159,17 +172,27 @@ func (c *Cmd) Output() ([]byte, error) {
 			ee.Stderr = eb.Bytes()
 		}
 	}
+	if err == nil && c.StdoutTruncated() {
+		err = &TruncatedError{Stream: "stdout", Limit: c.outW.limit}
+	}
 	return b.Bytes(), err
 }
 
-// CombinedOutput runs the command and returns stdout and stderr together.
+// CombinedOutput runs the command and returns stdout and stderr together,
+// capped and reported as Output is.
 func (c *Cmd) CombinedOutput() ([]byte, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
 	if c.Stdout != nil || c.Stderr != nil {
 		return nil, errors.New("procguard: Stdout or Stderr already set")
 	}
 	var b safeBuffer
 	c.Stdout, c.Stderr = &b, &b
 	err := c.Run()
+	if err == nil && c.StdoutTruncated() {
+		err = &TruncatedError{Stream: "output", Limit: c.outW.limit}
+	}
 	return b.Bytes(), err
 }
 
@@ -227,10 +250,42 @@ func (c *Cmd) StderrTruncated() bool { return c.errW != nil && c.errW.Truncated(
 // String describes the command, like exec.Cmd.String.
 func (c *Cmd) String() string {
 	s := c.Path
-	for _, a := range c.Args[1:] {
-		s += " " + a
+	if len(c.Args) > 1 {
+		s += " " + strings.Join(c.Args[1:], " ")
 	}
 	return s
+}
+
+// Environ returns the environment the command would get if started now,
+// like exec.Cmd.Environ: the policy's scrubbing applied to Env (nil Env:
+// the host variables the policy lets through). It is nil outside a guard
+// scope.
+func (c *Cmd) Environ() []string {
+	if c.usable() != nil {
+		return nil
+	}
+	pols := audit.From(c.ctx).Policies()
+	if len(pols) == 0 {
+		return nil
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	env, _ := pols[0].ExecEnv(policy.ExecEnvInput{Host: os.Environ(), Set: c.Env, Home: dir, Tmp: dir})
+	return env
+}
+
+// ErrNoCommand is returned by Start, Run, Output and Check for a Cmd that
+// was not made by CommandContext (a zero Cmd{}) or has no Args.
+var ErrNoCommand = errors.New("procguard: Cmd has no context or no Args; make it with CommandContext")
+
+// usable reports why the command cannot be judged at all.
+func (c *Cmd) usable() error {
+	if c == nil || c.ctx == nil || len(c.Args) == 0 {
+		return ErrNoCommand
+	}
+	return nil
 }
 
 // pipeEnd marks the write end of a pipe made by StdoutPipe/StderrPipe: it

@@ -34,7 +34,7 @@ func needLandlock(t *testing.T) int {
 // there from many goroutines afterwards.
 func TestLandlockConfinesChildNotHost(t *testing.T) {
 	abi := needLandlock(t)
-	e := setup(t, policy.ExecSpec{Rules: allow("sh")})
+	e := setup(t, policy.ExecSpec{Rules: allow("sh")}, pastArgv()...)
 	outside := t.TempDir()
 	target := filepath.Join(outside, "f")
 
@@ -306,7 +306,7 @@ func TestLandlockDenyNetwork(t *testing.T) {
 	}()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	for _, deny := range []bool{false, true} {
-		e := setup(t, policy.ExecSpec{Rules: allow("bash"), DenyNetwork: deny, HostNetwork: true})
+		e := setup(t, policy.ExecSpec{Rules: allow("bash"), DenyNetwork: deny, HostNetwork: true}, pastArgv()...)
 		c := procguard.CommandContext(e.ctx, "bash", "-c", `echo hi > "/dev/tcp/127.0.0.1/$1"`, "bash", port)
 		c.Dir = e.dir
 		out, err := c.CombinedOutput()

@@ -49,7 +49,7 @@ func sandboxEnv(t *testing.T, spec policy.Spec, opts ...audit.Option) *env {
 		t.Fatal(err)
 	}
 	rec := audit.NewRecorder()
-	g, err := audit.New(pol, append([]audit.Option{audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)}, opts...)...)
+	g, err := audit.New(pol, append(append(pastArgv(), audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
@@ -15,6 +16,9 @@ import (
 // starts it confined and supervised. A denial is a *audit.DenyError
 // (errors.Is(err, fs.ErrPermission)) and nothing is spawned.
 func (c *Cmd) Start() error {
+	if err := c.usable(); err != nil {
+		return err
+	}
 	if c.started {
 		return errors.New("procguard: already started")
 	}
@@ -28,6 +32,11 @@ func (c *Cmd) Start() error {
 		return c.Err
 	}
 	pr := c.prepare()
+	if pr.missing {
+		// Not a policy matter: the program is not there to run.
+		c.closeAll(c.closeAfterStart, c.closeAfterWait)
+		return &exec.Error{Name: c.Args[0], Err: errNotFound}
+	}
 	if pr.err != nil {
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		return pr.err
@@ -36,8 +45,8 @@ func (c *Cmd) Start() error {
 		// Allowed (a rescue, or Off mode) but there is nothing to run.
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		_, err := policy.LookPath(c.Args[0], pr.pol.ExecPath())
-		if err == nil {
-			err = policy.ErrProgramNotFound
+		if err == nil || errors.Is(err, policy.ErrProgramNotFound) || errors.Is(err, fs.ErrNotExist) {
+			err = errNotFound
 		}
 		return &exec.Error{Name: c.Args[0], Err: err}
 	}
@@ -136,6 +145,10 @@ func (c *Cmd) Start() error {
 	return nil
 }
 
+// errNotFound is exec.ErrNotFound with the policy's PATH named: a
+// missing program is not a policy denial.
+var errNotFound = fmt.Errorf("%w in the policy's PATH (ExecSpec.Path)", exec.ErrNotFound)
+
 // Wait waits for the command's leader to exit, kills whatever is left of
 // its group and cgroup, reaps it and waits for its I/O (bounded by
 // WaitDelay).
@@ -164,7 +177,7 @@ func (c *Cmd) Wait() error {
 	c.sup.cg.remove()
 	c.closeAll(c.closeAfterWait)
 	if cause := c.sup.cause(); cause != nil {
-		return &KilledError{Cause: cause, Err: err}
+		return &KilledError{Cause: cause, Err: err, Limit: c.Confinement.Timeout}
 	}
 	return err
 }
@@ -187,6 +200,9 @@ func wrapOutput(w io.Writer, limit int64) (io.Writer, *capWriter) {
 	}
 	if limit < 0 {
 		return w, nil
+	}
+	if sb, ok := w.(*safeBuffer); ok {
+		sb.limit = limit // never grow Output's buffer past the cap
 	}
 	cw := &capWriter{w: w, limit: limit}
 	return cw, cw

@@ -162,11 +162,12 @@ func TestOutputCap(t *testing.T) {
 	c := procguard.CommandContext(e.ctx, "head", "-c", strconv.Itoa(100<<20), "/dev/zero")
 	c.Dir = e.dir
 	out, err := c.Output()
-	if err != nil {
-		t.Fatal(err)
+	var te *procguard.TruncatedError
+	if !errors.Is(err, procguard.ErrTruncated) || !errors.As(err, &te) || te.Limit != limit || !strings.Contains(err.Error(), "1048576 bytes") {
+		t.Fatalf("the cut is not in the error: %v", err)
 	}
-	if len(out) != limit || !c.StdoutTruncated() || c.StderrTruncated() {
-		t.Fatalf("len %d truncated %v", len(out), c.StdoutTruncated())
+	if len(out) != limit || cap(out) > limit || !c.StdoutTruncated() || c.StderrTruncated() {
+		t.Fatalf("len %d cap %d truncated %v", len(out), cap(out), c.StdoutTruncated())
 	}
 	if !c.ProcessState.Success() {
 		t.Fatalf("the producer did not finish: %v", c.ProcessState)

@@ -138,7 +138,7 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		strconv.Quote(notes)+", # allows fs write "+notes,
 		"[[exec.allow]]\nprogram = ",
 		"args = [\"hello\"]\nmatch = [[\"hello\"]]",
-		"args = [\"a\"]", "args = [\"-a\"]",
+		"args = [\"-a\"]", // echo a is a shell builtin: no rule for it
 		"[[net.allow]]\ncidr = \"127.0.0.1\"\nports = ["+strconv.Itoa(port)+"]\nmatch = [\"127.0.0.1:"+strconv.Itoa(port)+"\"]",
 		"# note: unlocks the special-purpose address 127.0.0.1 (loopback, 127.0.0.0/8) for port "+strconv.Itoa(port)+" only",
 		"# fs write "+hook+"\n#   denied by protected \".git/hooks\" (builtin), hard\n#   no addition can allow it: protected names stay read-only",
@@ -224,7 +224,8 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		{build, []string{"sh", "-c", "echo a && ls -a"}, true},
 		{build, []string{"echo", "bye"}, false},
 		{build, []string{"ls"}, false},
-		{build, []string{"sh", "-c", "echo a && ls -a && echo b"}, false},
+		{build, []string{"sh", "-c", "echo a && ls -a && echo b"}, true}, // echo: builtins
+		{build, []string{"sh", "-c", "echo a && ls -a && ls"}, false},
 		{work, []string{"echo", "hello"}, false}, // not in a write root
 	} {
 		cmd := procguard.CommandContext(ctx, tc.argv[0], tc.argv[1:]...)

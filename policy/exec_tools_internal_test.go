@@ -1,0 +1,9 @@
+package policy
+
+import "testing"
+
+func TestToolTablesLoadCleanly(t *testing.T) {
+	if err := toolTablesErr(); err != nil {
+		t.Fatal(err)
+	}
+}
