@@ -37,8 +37,21 @@ type Cmd struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// ExtraFiles are given to the program as descriptors 3, 4, ... (a nil
+	// entry leaves its number closed), as exec.Cmd.ExtraFiles; inside the
+	// sandbox too.
+	ExtraFiles []*os.File
+	// Cancel, when set, is called instead of killing the command when its
+	// context ends, as exec.Cmd.Cancel: it may ask the program to stop
+	// (c.Process.Signal(os.Interrupt) reaches the program inside the
+	// sandbox). If the command has not exited WaitDelay later, it is
+	// killed. Wait then returns a *KilledError with the context's error
+	// (and Cancel's, if it failed). Timeouts and scope release still kill
+	// at once.
+	Cancel func() error
 	// WaitDelay bounds how long Wait waits for I/O after the group was
-	// killed (as exec.Cmd.WaitDelay); 0 means DefaultWaitDelay.
+	// killed, and how long a Cancel may take (as exec.Cmd.WaitDelay); 0
+	// means DefaultWaitDelay.
 	WaitDelay time.Duration
 	// Timeout overrides the policy's default hard timeout (capped by its
 	// MaxTimeout).

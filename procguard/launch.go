@@ -107,7 +107,7 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 	if cg != nil {
 		join = cg.joinAll
 	}
-	stdio := sandbox.Stdio{Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr, WaitDelay: x.WaitDelay}
+	stdio := sandbox.Stdio{Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr, ExtraFiles: x.ExtraFiles, WaitDelay: x.WaitDelay}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {
 		c.egress.close()

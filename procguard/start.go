@@ -89,7 +89,7 @@ func (c *Cmd) Start() error {
 	env, dropped := pr.pol.ExecEnv(policy.ExecEnvInput{Host: os.Environ(), Set: c.Env, Home: home, Tmp: tmp, Rules: rules})
 	c.Confinement.EnvDropped = dropped
 
-	x := &exec.Cmd{Path: c.Program, Args: c.Args, Env: env, Dir: pr.req.Dir, Stdin: c.Stdin}
+	x := &exec.Cmd{Path: c.Program, Args: c.Args, Env: env, Dir: pr.req.Dir, Stdin: c.Stdin, ExtraFiles: c.ExtraFiles}
 	limit := spec.OutputLimit
 	if limit == 0 {
 		limit = policy.DefaultOutputLimit
@@ -141,7 +141,7 @@ func (c *Cmd) Start() error {
 		timeout = spec.MaxTimeout
 	}
 	c.Confinement.Timeout = timeout
-	c.sup = supervise(c.ctx, proc.Pid, cg, timeout)
+	c.sup = supervise(c.ctx, proc.Pid, cg, timeout, c.Cancel, x.WaitDelay)
 	return nil
 }
 

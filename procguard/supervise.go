@@ -2,10 +2,12 @@ package procguard
 
 import (
 	"context"
-
-	"github.com/auditguard/auditguard/audit"
+	"errors"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/auditguard/auditguard/audit"
 )
 
 // supervisor watches one child group. Wait learns when the leader exited
@@ -25,7 +27,10 @@ type supervisor struct {
 	reason error
 }
 
-func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) *supervisor {
+// supervise starts watching pid's group. When ctx ends, cancel (if set)
+// is called first and the group killed only if it has not exited grace
+// later; a timeout or the scope's release kill at once.
+func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration, cancel func() error, grace time.Duration) *supervisor {
 	s := &supervisor{pid: pid, cg: cg, done: make(chan struct{}), finished: make(chan struct{})}
 	released := audit.From(ctx).Done() // the scope's release kills what it started
 	if ctx.Done() == nil && timeout <= 0 && released == nil {
@@ -43,7 +48,26 @@ func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) 
 		select {
 		case <-s.done:
 		case <-ctx.Done():
-			s.kill(ctx.Err())
+			if cancel == nil {
+				s.kill(ctx.Err())
+				return
+			}
+			reason := ctx.Err()
+			if err := cancel(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				reason = errors.Join(reason, err)
+			}
+			s.note(reason)
+			grace := time.NewTimer(grace)
+			defer grace.Stop()
+			select {
+			case <-s.done:
+			case <-grace.C:
+				s.kill(reason)
+			case <-released:
+				s.kill(audit.ErrScopeClosed)
+			case <-timer:
+				s.kill(ErrTimeout)
+			}
 		case <-released:
 			s.kill(audit.ErrScopeClosed)
 		case <-timer:
@@ -51,6 +75,15 @@ func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration) 
 		}
 	}()
 	return s
+}
+
+// note keeps reason as the cause unless one is kept already.
+func (s *supervisor) note(reason error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reason == nil {
+		s.reason = reason
+	}
 }
 
 func (s *supervisor) cause() error {

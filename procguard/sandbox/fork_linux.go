@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -73,7 +74,7 @@ func (st *initState) forkTarget(ts *targetState) error {
 	p, err := os.StartProcess(st.spec.Path, st.spec.Args, &os.ProcAttr{
 		Dir:   st.spec.Dir,
 		Env:   env,
-		Files: st.stdio,
+		Files: append(slices.Clone(st.stdio), st.extra...),
 		Sys:   &syscall.SysProcAttr{Setsid: true, Ptrace: trace},
 	})
 	if err != nil {

@@ -367,14 +367,25 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 		}
 	}
 	files, err := l.stdioFiles(stdio)
+	ws := wireSpec{Spec: *spec, ForceStage: forceStage}
 	var fwdHost, fwdIn *os.File
 	if err == nil && len(spec.Net.Forward) > 0 && !spec.Net.Host {
 		if fwdHost, fwdIn, err = netfwd.Pair(); err == nil {
 			files = append(files, fwdIn)
+			ws.Forwarder = true
+		}
+	}
+	for _, f := range stdio.ExtraFiles {
+		ws.Extra = append(ws.Extra, f != nil)
+		if f != nil && err == nil {
+			var d *os.File
+			if d, err = dupFile(f); err == nil {
+				files = append(files, d)
+			}
 		}
 	}
 	if err == nil {
-		err = sendSpec(t.ctl, spec, files)
+		err = sendSpec(t.ctl, &ws, files)
 	}
 	for _, f := range files {
 		f.Close() // the sandbox has its copies
@@ -424,12 +435,16 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 const startTimeout = 30 * time.Second
 
 // sendSpec hands the trampoline the target's descriptors (stdin, stdout,
-// stderr, then the forwarding socket if any) with an 8-byte length, then
-// the spec as JSON of that length.
-func sendSpec(ctl *os.File, spec *Spec, files []*os.File) error {
-	b, err := json.Marshal(wireSpec{Spec: *spec, ForceStage: forceStage})
+// stderr, the forwarding socket if ws.Forwarder, then the extra files
+// ws.Extra marks present) with an 8-byte length, then the spec as JSON of
+// that length.
+func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
+	b, err := json.Marshal(ws)
 	if err != nil {
 		return err
+	}
+	if len(ws.Extra) > maxExtraFiles {
+		return fmt.Errorf("%d extra files: at most %d cross into the sandbox", len(ws.Extra), maxExtraFiles)
 	}
 	fds := make([]int, len(files))
 	for i, f := range files {
@@ -444,12 +459,19 @@ func sendSpec(ctl *os.File, spec *Spec, files []*os.File) error {
 	return err
 }
 
-// wireSpec is what travels to init: the spec, and a switch tests use to
-// take the slow way through a target stage.
+// wireSpec is what travels to init: the spec, which descriptors came
+// with it, and a switch tests use to take the slow way through a target
+// stage.
 type wireSpec struct {
 	Spec
-	ForceStage bool `json:"force_stage,omitempty"`
+	Forwarder  bool   `json:"forwarder,omitempty"` // the forwarding socket follows stdio
+	Extra      []bool `json:"extra,omitempty"`     // per extra file: sent (true) or nil
+	ForceStage bool   `json:"force_stage,omitempty"`
 }
+
+// maxExtraFiles bounds the descriptors one spec may carry (SCM_RIGHTS
+// takes at most 253 per message).
+const maxExtraFiles = 200
 
 // forceStage makes init start the target through the target stage, as it
 // does where the kernel refuses ptrace; set by tests only.

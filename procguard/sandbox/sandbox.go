@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -25,7 +26,10 @@ type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 type Stdio struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	WaitDelay      time.Duration
+	// ExtraFiles become the target's descriptors 3, 4, ... (a nil entry
+	// leaves its number closed), as exec.Cmd.ExtraFiles.
+	ExtraFiles []*os.File
+	WaitDelay  time.Duration
 }
 
 // Spec is everything the trampoline needs to run one target. The host

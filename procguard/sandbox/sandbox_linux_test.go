@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,4 +308,49 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestExtraFiles: the target finds ExtraFiles at 3, 4, ... on both start
+// paths, a nil entry's number closed, and nothing else of init's open.
+func TestExtraFiles(t *testing.T) {
+	for _, stage := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fork", true: "stage"}[stage], func(t *testing.T) {
+			forceStage = stage
+			defer func() { forceStage = false }()
+			dir := t.TempDir()
+			a := filepath.Join(dir, "a")
+			if err := os.WriteFile(a, []byte("from-a"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fa, err := os.Open(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fa.Close()
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			defer pw.Close()
+			var out bytes.Buffer
+			_, _, err = run(t, shSpec(t, dir, `cat <&3; echo; echo to-pipe >&5; for fd in 4 6 7 8 9; do if { true >&$fd; } 2>/dev/null; then printf 'open:%s ' $fd; fi; done; echo end`),
+				Stdio{Stdout: &out, ExtraFiles: []*os.File{fa, nil, pw}})
+			if err != nil {
+				t.Fatalf("%v: %q", err, out.String())
+			}
+			pw.Close()
+			got, _ := io.ReadAll(pr)
+			if string(got) != "to-pipe\n" {
+				t.Errorf("fd 5 (the pipe) got %q", got)
+			}
+			lines := strings.SplitN(out.String(), "\n", 2)
+			if lines[0] != "from-a" {
+				t.Errorf("fd 3 read %q", lines[0])
+			}
+			if strings.TrimSpace(lines[1]) != "end" {
+				t.Errorf("descriptors the target should not have: %q", lines[1])
+			}
+		})
+	}
 }

@@ -52,6 +52,7 @@ const (
 	fdStageSpec   = 3 // the spec, from init
 	fdStageErr    = 4 // a step's error to init; EOF at exec
 	fdStageReport = 5 // the report and seccomp listener to init
+	fdStageExtra  = 6 // the target's extra files, to become 3, 4, ...
 )
 
 type targetStep struct {
@@ -75,6 +76,7 @@ var stageSteps = slices.Concat(
 	[]targetStep{
 		{"prepare exec", prepareExec},
 		{"report", sendStageReport},
+		{"descriptors", placeExtraFiles},
 		{"rlimits", setRlimits},
 		{"exec", execTarget},
 	})
@@ -212,6 +214,32 @@ func sendStageReport(ts *targetState) error {
 		unix.Close(ts.listener)
 	}
 	return err
+}
+
+// placeExtraFiles moves the extra files from fd 6 on down to 3 on, where
+// the target expects them, after moving the error pipe above them. In
+// increasing order each source is copied before anything overwrites it.
+func placeExtraFiles(ts *targetState) error {
+	n := len(ts.spec.Extra)
+	if n == 0 {
+		return nil
+	}
+	fd, err := unix.FcntlInt(ts.errPipe.Fd(), unix.F_DUPFD_CLOEXEC, fdStageExtra+n)
+	if err != nil {
+		return err
+	}
+	ts.errPipe = os.NewFile(uintptr(fd), "stage-error")
+	for i := range n {
+		src, dst := fdStageExtra+i, 3+i
+		if !ts.spec.Extra[i] { // a nil entry: its number stays closed
+			unix.Close(dst)
+			continue
+		}
+		if err := unix.Dup3(src, dst, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func setRlimits(ts *targetState) error { return prlimits(0, ts.spec.Rlimits) }

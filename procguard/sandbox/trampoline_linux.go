@@ -56,6 +56,7 @@ type initState struct {
 	spec    Spec
 	hostNet bool       // the sandbox shares the host's network namespace
 	stdio   []*os.File // the target's 0, 1, 2, from the host
+	extra   []*os.File // the target's 3, 4, ... (nil: closed), from the host
 	fwd     *os.File   // the forwarding socket, with forwards
 	stage   bool       // start the target through a target stage (tests)
 	status  *os.File
@@ -215,7 +216,7 @@ func readSpec(st *initState) error {
 	f := os.NewFile(fdCtl, "ctl")
 	defer f.Close()
 	var hdr [8]byte
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	oob := make([]byte, unix.CmsgSpace(4*(4+maxExtraFiles)))
 	n, oobn, _, _, err := unix.Recvmsg(fdCtl, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return os.NewSyscallError("recvmsg", err)
@@ -231,15 +232,14 @@ func readSpec(st *initState) error {
 			}
 		}
 	}
-	for _, fd := range fds {
-		st.stdio = append(st.stdio, os.NewFile(uintptr(fd), "stdio"))
+	files := make([]*os.File, len(fds))
+	for i, fd := range fds {
+		files[i] = os.NewFile(uintptr(fd), "from-host")
 	}
-	if n != len(hdr) || len(fds) < 3 {
-		return fmt.Errorf("bad spec header (%d bytes, %d descriptors)", n, len(fds))
+	if n != len(hdr) || len(files) < 3 {
+		return fmt.Errorf("bad spec header (%d bytes, %d descriptors)", n, len(files))
 	}
-	if len(st.stdio) > 3 {
-		st.fwd, st.stdio = st.stdio[3], st.stdio[:3]
-	}
+	st.stdio, files = files[:3], files[3:]
 	size := binary.LittleEndian.Uint64(hdr[:])
 	if size > 64<<20 {
 		return fmt.Errorf("spec of %d bytes", size)
@@ -253,6 +253,25 @@ func readSpec(st *initState) error {
 		return err
 	}
 	st.spec, st.stage = ws.Spec, ws.ForceStage
+	if ws.Forwarder {
+		if len(files) == 0 {
+			return errors.New("the forwarding socket is missing")
+		}
+		st.fwd, files = files[0], files[1:]
+	}
+	for _, present := range ws.Extra {
+		var f *os.File
+		if present {
+			if len(files) == 0 {
+				return errors.New("an extra file is missing")
+			}
+			f, files = files[0], files[1:]
+		}
+		st.extra = append(st.extra, f)
+	}
+	if len(files) > 0 {
+		return fmt.Errorf("%d unexpected descriptors", len(files))
+	}
 	if st.spec.Net.Host != st.hostNet {
 		return errors.New("the spec's network does not match the trampoline's")
 	}
@@ -383,7 +402,7 @@ func startStage(st *initState) error {
 		Stdin:       st.stdio[0],
 		Stdout:      st.stdio[1],
 		Stderr:      st.stdio[2],
-		ExtraFiles:  []*os.File{specR, errW, theirs},
+		ExtraFiles:  append([]*os.File{specR, errW, theirs}, st.extra...),
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
 	if err := c.Start(); err != nil {
@@ -398,6 +417,9 @@ func startStage(st *initState) error {
 	}
 	st.targetPid, st.stageErr, st.stageFD = c.Process.Pid, errR, mine
 	ts := targetSpec{Spec: st.spec, SeccompReads: st.needsReads()}
+	for _, f := range st.extra {
+		ts.Extra = append(ts.Extra, f != nil)
+	}
 	b, err := json.Marshal(&ts)
 	if err == nil {
 		_, err = specW.Write(b)
@@ -498,6 +520,10 @@ func exitOf(ws unix.WaitStatus) Exit {
 type targetSpec struct {
 	Spec
 	SeccompReads bool `json:"seccomp_reads,omitempty"`
+	// Extra says, per extra file the stage holds from fd 6 on, whether it
+	// is there (false: a nil entry, its number closed); they become the
+	// target's 3, 4, ...
+	Extra []bool `json:"extra,omitempty"`
 }
 
 // stageReport is what the target stage tells init just before exec.
