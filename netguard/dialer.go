@@ -36,9 +36,12 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	g, err := authorize(ctx, policy.OpConnect, network, address, d.Resolver, "")
+	g, err := authorize(ctx, policy.OpConnect, network, address, resolverFor(ctx, d.Resolver), "")
 	if err != nil {
 		return nil, err
+	}
+	if dbl := doubleOf(ctx); dbl != nil { // a test double connects it (double.go)
+		return dbl.DialDouble(ctx, &Dial{Network: network, Address: address, Addrs: g.addrs, Caller: audit.CallerFrame(ctx)})
 	}
 	nd := d.Base
 	if g.off {
@@ -109,12 +112,12 @@ func baseControl(b *net.Dialer) func(context.Context, string, string, syscall.Ra
 // without callbacks, records or a connection. Names are looked up with the
 // dialer's Resolver; a name that cannot be resolved is judged by itself.
 func (d *Dialer) Check(ctx context.Context, network, address string) policy.Decision {
-	return decideOnly(ctx, policy.OpConnect, network, address, d.Resolver)
+	return decideOnly(ctx, policy.OpConnect, network, address, resolverFor(ctx, d.Resolver))
 }
 
 // Check is (&Dialer{}).Check: the decision only, nothing dialed.
 func Check(ctx context.Context, network, address string) policy.Decision {
-	return decideOnly(ctx, policy.OpConnect, network, address, nil)
+	return decideOnly(ctx, policy.OpConnect, network, address, resolverFor(ctx, nil))
 }
 
 func decideOnly(ctx context.Context, op policy.Op, network, address string, res Resolver) policy.Decision {

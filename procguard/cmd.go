@@ -63,6 +63,7 @@ type Cmd struct {
 
 	sup     *supervisor
 	sandbox *sandbox.Launch
+	double  *doubleRun // set when a test double plays the command (double.go)
 }
 
 // Confinement is exactly what Start enforced on a child.

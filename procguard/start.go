@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -31,6 +33,9 @@ func (c *Cmd) Start() error {
 	if pr.err != nil {
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		return pr.err
+	}
+	if d := doubleOf(audit.From(c.ctx)); d != nil {
+		return c.startDouble(d, pr) // a test double plays it (double.go)
 	}
 	if pr.path == "" || pr.program == "" {
 		// Allowed (a rescue, or Off mode) but there is nothing to run.
@@ -125,13 +130,7 @@ func (c *Cmd) Start() error {
 		c.Confinement.Rlimits = applyLimits(x.Process.Pid, spec.Limits)
 	}
 
-	timeout := spec.Timeout
-	if c.Timeout > 0 {
-		timeout = c.Timeout
-	}
-	if spec.MaxTimeout > 0 && (timeout == 0 || timeout > spec.MaxTimeout) {
-		timeout = spec.MaxTimeout
-	}
+	timeout := commandTimeout(spec, c.Timeout)
 	c.Confinement.Timeout = timeout
 	c.sup = supervise(c.ctx, x.Process.Pid, cg, timeout)
 	return nil
@@ -141,6 +140,9 @@ func (c *Cmd) Start() error {
 // its group and cgroup, reaps it and waits for its I/O (bounded by
 // WaitDelay).
 func (c *Cmd) Wait() error {
+	if c.double != nil {
+		return c.waitDouble()
+	}
 	if !c.started || c.x == nil {
 		return errors.New("procguard: not started")
 	}
@@ -164,6 +166,19 @@ func (c *Cmd) Wait() error {
 		return &KilledError{Cause: cause, Err: err}
 	}
 	return err
+}
+
+// commandTimeout is the hard timeout of a command: its own Timeout, else
+// the policy's default, capped by the policy's MaxTimeout.
+func commandTimeout(spec policy.ExecSpec, own time.Duration) time.Duration {
+	timeout := spec.Timeout
+	if own > 0 {
+		timeout = own
+	}
+	if spec.MaxTimeout > 0 && (timeout == 0 || timeout > spec.MaxTimeout) {
+		timeout = spec.MaxTimeout
+	}
+	return timeout
 }
 
 func (c *Cmd) closeAll(lists ...[]io.Closer) {
