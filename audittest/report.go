@@ -207,7 +207,8 @@ func allowFixes(r audit.Record) []string {
 	if r.Tier != policy.TierSoft && r.Tier != policy.TierHard {
 		return nil // invalid input and self-protection are never allowed
 	}
-	if r.Tier == policy.TierHard {
+	special := r.Protocol == audit.Net && strings.Contains(r.Rule, "special-purpose")
+	if r.Tier == policy.TierHard && !special {
 		return []string{"allow it: drop the deny rule or protected entry that matched (" + r.Source + "), or rescue it in BeforeDeny with audit.WithRescueHard"}
 	}
 	switch r.Protocol {
@@ -238,6 +239,9 @@ func allowFixes(r audit.Record) []string {
 		}
 		rule += "}"
 		fix := "allow it: add " + rule + " to the spec's Net.Rules"
+		if special {
+			fix += " (a special-purpose address is unlocked only by a CIDR rule inside its range, never by a host rule)"
+		}
 		if r.Op == policy.OpConnect {
 			fix += ", then script it with fw.Net.Expect(\"tcp\", " + strconv.Quote(r.Target) + ")"
 		}

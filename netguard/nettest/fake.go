@@ -400,19 +400,34 @@ func converse(c net.Conn, steps []step) string {
 				return fmt.Sprintf("step %d: Send(%q): %v", i+1, st.data, err)
 			}
 		case stepRecv:
-			buf := make([]byte, len(st.data))
-			n, err := io.ReadFull(c, buf)
-			if got := string(buf[:n]); got != st.data {
-				m := fmt.Sprintf("step %d: Recv(%q): got %q", i+1, st.data, got)
-				if err != nil {
-					m += " then " + err.Error()
-				}
-				return m
+			if got, err := recv(c, st.data); err != nil {
+				return fmt.Sprintf("step %d: Recv(%q): got %q then %v", i+1, st.data, got, err)
+			} else if got != st.data {
+				return fmt.Sprintf("step %d: Recv(%q): got %q", i+1, st.data, got)
 			}
 		}
 	}
 	c.SetDeadline(time.Time{})
 	return ""
+}
+
+// recv reads until it has len(want) bytes, stopping as soon as what came
+// differs from want: a client that says something else is reported at
+// once, not after StepTimeout.
+func recv(c net.Conn, want string) (string, error) {
+	buf := make([]byte, len(want))
+	n := 0
+	for n < len(buf) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if string(buf[:n]) != want[:n] {
+			return string(buf[:n]), nil
+		}
+		if err != nil {
+			return string(buf[:n]), err
+		}
+	}
+	return string(buf), nil
 }
 
 func (f *Fake) track(c net.Conn, open bool) {
