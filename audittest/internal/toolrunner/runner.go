@@ -113,4 +113,3 @@ func (r *Runner) Later(ctx context.Context, start <-chan struct{}, argv ...strin
 	}()
 	return done
 }
-
