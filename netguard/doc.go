@@ -17,4 +17,8 @@
 // The scope comes from the context: DialContext uses audit.From(ctx). Dial,
 // which has no context, uses the Dialer's Context field and fails with
 // audit.ErrNoScope when it is nil.
+//
+// For tests, WithDouble installs a Double on a guard: dials its scopes allow
+// are then connected by the double (netguard/nettest.Fake) instead of the
+// network, after the same decision, and their names are looked up by it.
 package netguard
