@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/audittest"
 	"github.com/auditguard/auditguard/audittest/internal/toolrunner"
 )
@@ -103,6 +104,17 @@ func TestFailingLeak(t *testing.T) {
 	}
 }
 
+// TestFailingAssertDenied: the assertion names what was denied instead.
+func TestFailingAssertDenied(t *testing.T) {
+	failing(t)
+	dir := tempDir(t)
+	fw := audittest.Enter(t, toolSpec(dir))
+	fw.Exec.Expect("git", "status", "--short")
+	r := &toolrunner.Runner{Dir: dir}
+	r.Shell(fw.Context(), "git", "status", "--short")
+	fw.Recorder.AssertDenied(t, audit.Exec, "git")
+}
+
 // runnerLine returns the line of runner.go holding code, so the expected
 // call sites follow edits of the runner.
 func runnerLine(t *testing.T, code string) string {
@@ -173,6 +185,9 @@ func TestFailuresAreReported(t *testing.T) {
 			`audittest: exec after the test: ["git" "status" "--short"]`,
 			"called at: " + shell,
 			"the test function had already returned (a goroutine outlived the test); the call was denied",
+		}},
+		{"TestFailingAssertDenied", []string{
+			`audittest: AssertDenied(exec, "git"): no such denial; denials so far: none`,
 		}},
 		{"TestFailingLeak", []string{
 			`audittest: exec still running when the test ended (a leak during the test): ["git" "status" "--short"]`,

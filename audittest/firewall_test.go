@@ -184,3 +184,46 @@ func TestParallelFirewalls(t *testing.T) {
 		})
 	}
 }
+
+// TestRealExec: with Real(audit.Exec) allowed commands run for real, in
+// the sandbox as in production.
+func TestRealExec(t *testing.T) {
+	dir := tempDir(t)
+	fw := audittest.Enter(t, policy.Spec{WriteRoots: []string{dir},
+		Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "echo"}}, Timeout: 10 * time.Second}},
+		audittest.Real(audit.Exec))
+	if fw.Exec != nil {
+		t.Fatal("Real(audit.Exec) installed an exec fake")
+	}
+	r := &toolrunner.Runner{Dir: dir}
+	out, err := r.Shell(fw.Context(), "echo", "real")
+	if err != nil || out != "real\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+// TestHostCallbacks: BeforeDeny given with GuardOptions rescues a denied
+// command, which then reaches the fake; OnCall is asked after the
+// firewall's own check.
+func TestHostCallbacks(t *testing.T) {
+	dir := tempDir(t)
+	var seen []string
+	fw := audittest.Enter(t, toolSpec(dir),
+		audittest.GuardOptions(audit.WithBeforeDeny(func(_ context.Context, ev *audit.Event) bool {
+			return len(ev.Argv) > 1 && ev.Argv[0] == "git" && ev.Argv[1] == "fetch"
+		})),
+		audittest.OnCall(func(_ context.Context, ev *audit.Event) audit.Verdict {
+			seen = append(seen, ev.Target)
+			return audit.Continue
+		}))
+	fw.Exec.Expect("git", "fetch").Stdout("fetched\n")
+	r := &toolrunner.Runner{Dir: dir}
+	out, err := r.Shell(fw.Context(), "git", "fetch")
+	if err != nil || out != "fetched\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+	if len(seen) != 1 || seen[0] != "git" {
+		t.Fatalf("OnCall saw %v", seen)
+	}
+	fw.Recorder.AssertNoDenials(t)
+}
