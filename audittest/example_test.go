@@ -34,6 +34,8 @@ func newExampleT() *exampleT {
 }
 
 func (t *exampleT) Helper()                        {}
+func (t *exampleT) Skipped() bool                  { return false }
+func (t *exampleT) Failed() bool                   { return t.failed }
 func (t *exampleT) Context() context.Context       { return t.ctx }
 func (t *exampleT) Cleanup(f func())               { t.cleanups = append(t.cleanups, f) }
 func (t *exampleT) Logf(format string, a ...any)   { fmt.Printf(format+"\n", a...) }

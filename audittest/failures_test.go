@@ -113,6 +113,15 @@ func TestFailingAssertDenied(t *testing.T) {
 	fw.Recorder.AssertDenied(t, audit.Exec, "git")
 }
 
+// TestFailingEarly: a test that failed before running its scripts is not
+// also reported for them.
+func TestFailingEarly(t *testing.T) {
+	failing(t)
+	fw := audittest.Enter(t, toolSpec(tempDir(t)))
+	fw.Exec.Expect("git", "status", "--short")
+	t.Fatal("the test's own failure")
+}
+
 // runnerLine returns the line of runner.go holding code, so the expected
 // call sites follow edits of the runner.
 func runnerLine(t *testing.T, code string) string {
@@ -187,6 +196,7 @@ func TestFailuresAreReported(t *testing.T) {
 		{"TestFailingAssertDenied", []string{
 			`audittest: AssertDenied(exec, "git"): no such denial; denials so far: none`,
 		}},
+		{"TestFailingEarly", []string{"the test's own failure"}},
 		{"TestFailingLeak", []string{
 			`audittest: exec still running when the test ended (a leak during the test): ["git" "status" "--short"]`,
 			"called at: " + shell,
@@ -210,6 +220,9 @@ func TestFailuresAreReported(t *testing.T) {
 				if !strings.Contains(text, w) {
 					t.Errorf("the report lacks %q:\n%s", w, text)
 				}
+			}
+			if tc.test == "TestFailingEarly" && strings.Contains(text, "never happened") {
+				t.Errorf("a test that failed early was reported for its unused scripts:\n%s", text)
 			}
 			if tc.test != "TestFailingAfterTheTest" && strings.Contains(text, "after the test") {
 				t.Errorf("a call during the test was reported as after it:\n%s", text)

@@ -227,3 +227,11 @@ func TestHostCallbacks(t *testing.T) {
 	}
 	fw.Recorder.AssertNoDenials(t)
 }
+
+// TestSkippedTestAssertsNothing: a test skipped after scripting is not
+// failed for its unused scripts.
+func TestSkippedTestAssertsNothing(t *testing.T) {
+	fw := audittest.Enter(t, toolSpec(tempDir(t)))
+	fw.Exec.Expect("git", "status", "--short")
+	t.Skip("skipped after scripting, on purpose")
+}

@@ -15,7 +15,7 @@ import (
 
 // problems renders every reason to fail the test, tripwire style: what was
 // attempted, where, why it fails the test, and the most specific fix.
-func (fw *Firewall) problems(leaks []proctest.Call) []string {
+func (fw *Firewall) problems(leaks []proctest.Call, unused bool) []string {
 	var out []string
 	fw.mu.Lock()
 	late := append([]lateCall(nil), fw.late...)
@@ -79,7 +79,7 @@ func (fw *Firewall) problems(leaks []proctest.Call) []string {
 				"expect it: fw.Recorder.AssertDenied(t, audit."+protoConst(r.Protocol)+", "+strconv.Quote(assertTarget(r))+")"),
 		}.String())
 	}
-	if fw.Exec != nil {
+	if fw.Exec != nil && unused {
 		for _, s := range fw.Exec.Unused() {
 			out = append(out, report{
 				head:  "scripted exec never happened: " + s.String(),
@@ -88,7 +88,7 @@ func (fw *Firewall) problems(leaks []proctest.Call) []string {
 			}.String())
 		}
 	}
-	if fw.Net != nil {
+	if fw.Net != nil && unused {
 		for _, r := range fw.Net.Unused() {
 			out = append(out, report{
 				head:  "scripted dial never happened: " + r.String(),
