@@ -235,3 +235,27 @@ func TestSkippedTestAssertsNothing(t *testing.T) {
 	fw.Exec.Expect("git", "status", "--short")
 	t.Skip("skipped after scripting, on purpose")
 }
+
+// TestProgramTheMachineLacks: a stub in the policy's PATH lets the policy
+// judge a program that is not installed; the fake plays it and the stub
+// never runs (it would exit 99).
+func TestProgramTheMachineLacks(t *testing.T) {
+	dir, bin := tempDir(t), tempDir(t)
+	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte("#!/bin/sh\nexit 99\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fw := audittest.Enter(t, policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{
+		Path:  append([]string{bin}, policy.DefaultExecPath...),
+		Rules: []policy.ExecRule{{Program: "kubectl", Args: []string{"get"}}},
+	}})
+	fw.Exec.Expect("kubectl", "get", "pods").Stdout("web-1 Running\n")
+	r := &toolrunner.Runner{Dir: dir}
+	out, err := r.Shell(fw.Context(), "kubectl", "get", "pods")
+	if err != nil || out != "web-1 Running\n" {
+		t.Fatalf("%q %v", out, err)
+	}
+	if _, err := r.Shell(fw.Context(), "kubectl", "delete", "pod", "web-1"); !errors.Is(err, audit.ErrDenied) {
+		t.Fatalf("delete: %v", err)
+	}
+	fw.Recorder.AssertDenied(t, audit.Exec, "kubectl")
+}
