@@ -18,4 +18,9 @@
 // Scopes protect themselves: entering another guard, SetData, SetPolicy and
 // SetMode are denied inside a scope whatever the callbacks say; Restrict can
 // only narrow; releasing a scope revokes every handle made from it.
+//
+// WithDouble installs a test double a facade serves allowed calls from
+// (procguard.WithDouble, netguard.WithDouble); the pipeline is the same, so
+// a denied call never reaches a double. The audittest package builds a
+// whole test firewall from this.
 package audit

@@ -15,6 +15,11 @@ var libraryPackages = []string{
 	"github.com/auditguard/auditguard/fsguard.",
 	"github.com/auditguard/auditguard/procguard.",
 	"github.com/auditguard/auditguard/netguard.",
+	// The test doubles and the test harness stand between the code under
+	// test and the pipeline like the facades do.
+	"github.com/auditguard/auditguard/procguard/proctest.",
+	"github.com/auditguard/auditguard/netguard/nettest.",
+	"github.com/auditguard/auditguard/audittest.",
 }
 
 func isLibraryFrame(f runtime.Frame, skip []string) bool {

@@ -82,7 +82,10 @@ func (v Verdict) String() string {
 // true allows the call.
 type BeforeDenyFunc func(ctx context.Context, ev *Event) bool
 
-// OnCallFunc observes every guarded call before the policy is asked.
+// OnCallFunc observes every guarded call before the policy is asked. A
+// callback that returns Deny may first set ev.Decision to a denial
+// (policy.Deny with its own rule and hint): the error then names that rule
+// instead of "OnCall returned Deny".
 type OnCallFunc func(ctx context.Context, ev *Event) Verdict
 
 // Guard decides guarded calls. It holds a policy snapshot, host data and
@@ -97,7 +100,8 @@ type Guard struct {
 	logAllows  bool
 	rescueHard bool
 
-	trustedSites sync.Map // call site (file, line) -> struct{}
+	doubles      map[any]any // test doubles by facade key (double.go); fixed at New
+	trustedSites sync.Map    // call site (file, line) -> struct{}
 	trustedN     atomic.Int32
 	baseModes    [numProtocols]Mode // as given to New; what an unset file mode returns to
 }

@@ -85,7 +85,9 @@ func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
 			g.record(ctx, ev, Allowed, ByTrustSite, nil)
 			return nil
 		case Deny:
-			ev.Decision = policy.Deny(policy.TierHard, ruleOnCallDeny, "")
+			if ev.Decision.Allowed || ev.Decision.Rule == nil {
+				ev.Decision = policy.Deny(policy.TierHard, ruleOnCallDeny, "")
+			}
 			decided, skipRescue = true, true
 		case Continue:
 		default:

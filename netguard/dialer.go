@@ -36,17 +36,25 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	g, err := authorize(ctx, policy.OpConnect, network, address, d.Resolver, "")
+	res, dbl := d.Resolver, doubleOf(ctx)
+	if dbl != nil {
+		res = dbl // a test double answers lookups and connects (double.go)
+	}
+	g, err := authorize(ctx, policy.OpConnect, network, address, res, "")
 	if err != nil {
 		return nil, err
 	}
 	return d.dial(ctx, network, address, g)
 }
 
-// dial connects what authorize granted: in Off mode the address as given;
-// otherwise the approved literals, one after the other, each checked again
-// by the socket hook. The proxy dials through here too.
+// dial connects what authorize granted: to a test double when the scope
+// has one (double.go); in Off mode the address as given; otherwise the
+// approved literals, one after the other, each checked again by the socket
+// hook. The proxy dials through here too.
 func (d *Dialer) dial(ctx context.Context, network, address string, g grant) (net.Conn, error) {
+	if dbl := doubleOf(ctx); dbl != nil {
+		return dbl.DialDouble(ctx, &Dial{Network: network, Address: address, Addrs: g.addrs, Caller: audit.CallerFrame(ctx)})
+	}
 	nd := d.Base
 	if g.off {
 		return nd.DialContext(ctx, network, address)
@@ -119,12 +127,12 @@ func baseControl(b *net.Dialer) func(context.Context, string, string, syscall.Ra
 // allowed; in Warn a soft or hard denial is reported allowed, with the
 // would-be deciding rule and "would deny" in Detail.
 func (d *Dialer) Check(ctx context.Context, network, address string) policy.Decision {
-	return decideOnly(ctx, policy.OpConnect, network, address, d.Resolver)
+	return decideOnly(ctx, policy.OpConnect, network, address, resolverFor(ctx, d.Resolver))
 }
 
 // Check is (&Dialer{}).Check: the decision only, nothing dialed.
 func Check(ctx context.Context, network, address string) policy.Decision {
-	return decideOnly(ctx, policy.OpConnect, network, address, nil)
+	return decideOnly(ctx, policy.OpConnect, network, address, resolverFor(ctx, nil))
 }
 
 // Rules that describe a Check answered by the mode rather than the policy.

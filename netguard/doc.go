@@ -27,6 +27,10 @@
 // or SOCKS5 "not allowed by ruleset" and dials nothing. Close closes every
 // tunnel and waits for every goroutine it started.
 //
+// For tests, WithDouble installs a Double on a guard: dials its scopes allow
+// are then connected by the double (netguard/nettest.Fake) instead of the
+// network, after the same decision, and their names are looked up by it.
+//
 // # Not guaranteed
 //
 //   - Code that calls package net directly is not seen; the proxy only

@@ -90,7 +90,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if pu != nil {
-			if _, err := authorize(ctx, policy.OpConnect, "tcp", targetAddr(req.URL), t.dialer().Resolver, "tcp (request target, sent through a proxy)"); err != nil {
+			if _, err := authorize(ctx, policy.OpConnect, "tcp", targetAddr(req.URL), resolverFor(ctx, t.dialer().Resolver), "tcp (request target, sent through a proxy)"); err != nil {
 				closeBody(req)
 				return nil, err
 			}

@@ -80,7 +80,8 @@ type Cmd struct {
 
 	sup     *supervisor
 	sandbox *sandbox.Launch
-	egress  *egress // the sandbox's route out through the proxy, with net rules
+	egress  *egress    // the sandbox's route out through the proxy, with net rules
+	double  *doubleRun // set when a test double plays the command (double.go)
 }
 
 // Confinement is exactly what Start enforced on a child.

@@ -19,4 +19,8 @@
 // cgroup) is killed, so background jobs, nohup and double forks do not
 // survive the call. Captured output is capped per stream and keeps
 // draining. Cmd.Confinement says exactly what was enforced.
+//
+// For tests, WithDouble installs a Double on a guard: commands its scopes
+// allow are then played by the double (procguard/proctest.Fake) instead of
+// spawned, after the same decision.
 package procguard

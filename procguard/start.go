@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -40,6 +42,9 @@ func (c *Cmd) Start() error {
 	if pr.err != nil {
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		return pr.err
+	}
+	if d := doubleOf(audit.From(c.ctx)); d != nil {
+		return c.startDouble(d, pr) // a test double plays it (double.go)
 	}
 	if pr.path == "" || pr.program == "" {
 		// Allowed (a rescue, or Off mode) but there is nothing to run.
@@ -133,13 +138,7 @@ func (c *Cmd) Start() error {
 		c.Confinement.Rlimits = applyLimits(proc.Pid, spec.Limits)
 	}
 
-	timeout := spec.Timeout
-	if c.Timeout > 0 {
-		timeout = c.Timeout
-	}
-	if spec.MaxTimeout > 0 && (timeout == 0 || timeout > spec.MaxTimeout) {
-		timeout = spec.MaxTimeout
-	}
+	timeout := commandTimeout(spec, c.Timeout)
 	c.Confinement.Timeout = timeout
 	c.sup = supervise(c.ctx, proc.Pid, cg, timeout, c.Cancel, x.WaitDelay)
 	return nil
@@ -153,6 +152,9 @@ var errNotFound = fmt.Errorf("%w in the policy's PATH (ExecSpec.Path)", exec.Err
 // its group and cgroup, reaps it and waits for its I/O (bounded by
 // WaitDelay).
 func (c *Cmd) Wait() error {
+	if c.double != nil {
+		return c.waitDouble()
+	}
 	if !c.started || c.Process == nil {
 		return errors.New("procguard: not started")
 	}
@@ -180,6 +182,19 @@ func (c *Cmd) Wait() error {
 		return &KilledError{Cause: cause, Err: err, Limit: c.Confinement.Timeout}
 	}
 	return err
+}
+
+// commandTimeout is the hard timeout of a command: its own Timeout, else
+// the policy's default, capped by the policy's MaxTimeout.
+func commandTimeout(spec policy.ExecSpec, own time.Duration) time.Duration {
+	timeout := spec.Timeout
+	if own > 0 {
+		timeout = own
+	}
+	if spec.MaxTimeout > 0 && (timeout == 0 || timeout > spec.MaxTimeout) {
+		timeout = spec.MaxTimeout
+	}
+	return timeout
 }
 
 func (c *Cmd) closeAll(lists ...[]io.Closer) {
