@@ -15,6 +15,10 @@ var libraryPackages = []string{
 	"github.com/auditguard/auditguard/fsguard.",
 	"github.com/auditguard/auditguard/procguard.",
 	"github.com/auditguard/auditguard/netguard.",
+	// The sandbox's host side (port forwarding, the egress proxy's
+	// hand-over) decides on its own goroutines on behalf of a child.
+	"github.com/auditguard/auditguard/procguard/sandbox.",
+	"github.com/auditguard/auditguard/procguard/internal/",
 	// The test doubles and the test harness stand between the code under
 	// test and the pipeline like the facades do.
 	"github.com/auditguard/auditguard/procguard/proctest.",
@@ -80,6 +84,9 @@ func callerFrames(pcs []uintptr, skip []string) []runtime.Frame {
 	seenLib := false
 	for _, f := range all[start:] {
 		switch {
+		case f.Function == "runtime.goexit":
+			// The bottom of a goroutine the library started (a proxy or
+			// forwarding goroutine): no caller's code is on the stack.
 		case isLibraryFrame(f, skip):
 			seenLib = true
 		case seenLib:

@@ -155,8 +155,17 @@ func printConfinement(w io.Writer, c procguard.Confinement) {
 		netw := "host network"
 		if sb.Loopback {
 			netw = "own namespace: loopback only"
-			if len(sb.Forwarded) > 0 {
-				netw += fmt.Sprintf(", host ports %v forwarded", sb.Forwarded)
+			var ports []uint16
+			for _, p := range sb.Forwarded {
+				if sb.Proxy == "" || !strings.HasSuffix(sb.Proxy, fmt.Sprintf(":%d", p)) {
+					ports = append(ports, p)
+				}
+			}
+			if sb.Proxy != "" {
+				netw += "; egress proxy at " + sb.Proxy + " (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY), every request judged by the policy"
+			}
+			if len(ports) > 0 {
+				netw += fmt.Sprintf("; host loopback ports %v forwarded", ports)
 			}
 		}
 		fmt.Fprintf(w, "  network        %s\n", netw)
