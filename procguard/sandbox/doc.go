@@ -20,7 +20,8 @@
 //
 // Inside, before the target runs:
 //
-//   - mounts are private to the sandbox; /proc shows only its processes;
+//   - mounts are the sandbox's own (slaves of the host's: nothing
+//     propagates out); /proc shows only its processes;
 //   - every existing read-denied path (absolute entries, and name patterns
 //     found in the write and read roots) is masked: an empty mode-000
 //     tmpfs over a directory, /dev/null over a file;

@@ -67,7 +67,7 @@ type trampoline struct {
 
 // newTrampoline re-executes the host binary as a sandbox init. It returns
 // once the init exists; its runtime and the set-up that needs no spec
-// (private mounts, /proc, loopback) go on without the host.
+// (mounts made slaves, /proc, loopback) go on without the host.
 func newTrampoline(hostNet bool) (*trampoline, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

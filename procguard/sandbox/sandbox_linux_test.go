@@ -354,3 +354,54 @@ func TestExtraFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestHostMountsReachPooledTrampoline: a trampoline waits in the pool with
+// its own copy of the host's mounts; a mount the host adds afterwards (on
+// a shared mount) must still be seen by the command that uses it, and the
+// sandbox's own mounts must not propagate back.
+func TestHostMountsReachPooledTrampoline(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a test filesystem needs root")
+	}
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", shared, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	defer unix.Unmount(shared, unix.MNT_DETACH)
+	if err := unix.Mount("", shared, "", unix.MS_SHARED, ""); err != nil {
+		t.Skipf("cannot make a mount shared here: %v", err)
+	}
+	SetPrewarm(false) // a fresh trampoline, made after the shared mount
+	SetPrewarm(true)
+	if err := Prewarm(false); errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	later := filepath.Join(shared, "later")
+	if err := os.Mkdir(later, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", later, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(later, unix.MNT_DETACH)
+	if err := os.WriteFile(filepath.Join(later, "file"), []byte("mounted-after"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_, _, err := run(t, shSpec(t, dir, `cat shared/later/file; echo; mount -t tmpfs none shared 2>/dev/null; echo done`), Stdio{Stdout: &out})
+	if err != nil {
+		t.Fatalf("%v: %q", err, out.String())
+	}
+	if !strings.HasPrefix(out.String(), "mounted-after\n") {
+		t.Errorf("the command did not see a mount the host added after its trampoline started: %q", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(later, "file")); err != nil {
+		t.Errorf("the host's view changed: %v", err)
+	}
+}

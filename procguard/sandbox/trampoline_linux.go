@@ -83,14 +83,14 @@ type step struct {
 
 // warmSteps need no spec: init runs them as soon as it starts, usually
 // while it waits in the pool for a command, then says "ready".
-//   - mounts become private before any mount, so nothing propagates back
-//     to the host;
+//   - mounts become slaves before any mount, so nothing propagates back
+//     to the host (the host's later mounts still come in);
 //   - /proc is remounted before the supervisor needs it: seccomp names
 //     tasks by their pid in this namespace;
 //   - the reflection caches of the wire types are built, so decoding the
 //     spec and encoding the report cost what the data costs.
 var warmSteps = []step{
-	{"private mounts", privateMounts},
+	{"slave mounts", slaveMounts},
 	{"mount proc", mountProc},
 	{"loopback", loopback},
 	{"prime", primeCodecs},
@@ -299,8 +299,11 @@ func primeCodecs(*initState) error {
 	return err
 }
 
-func privateMounts(st *initState) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+func slaveMounts(st *initState) error {
+	// Slave, not private: nothing propagates back to the host, while a
+	// mount the host adds later still reaches a trampoline that waits in
+	// the pool (where the host's mounts are shared at all).
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return &fs.PathError{Op: "mount", Path: "/", Err: err}
 	}
 	st.report.Namespaces = []string{"user", "mnt", "pid", "ipc", "uts"}
