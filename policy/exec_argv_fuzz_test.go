@@ -133,7 +133,7 @@ func spell(fb *fuzzBytes, t *policy.Tool, sec *policy.ToolSection, o *policy.Too
 	case o.Arg == policy.ArgNone:
 		return []string{"--" + l}
 	case o.Arg == policy.ArgOptional || fb.n(2) == 0:
-		return []string{"--" + l + "="+val}
+		return []string{"--" + l + "=" + val}
 	}
 	return []string{"--" + l, val}
 }
