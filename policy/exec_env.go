@@ -121,10 +121,23 @@ func upper(name string, buf []byte) string {
 
 // IsSecretVar reports whether a variable's name looks like it holds a
 // secret (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, ...), ignoring case.
+// "AUTH" inside a word "AUTHOR" is not a secret word: GIT_AUTHOR_NAME,
+// GIT_AUTHOR_EMAIL and other *_AUTHOR_* names are identities (GIT_COMMITTER_*
+// hold none of the words), while GIT_AUTHOR_TOKEN and AUTHORIZATION are
+// still secret-looking.
 func IsSecretVar(name string) bool {
 	up := strings.ToUpper(name)
 	for _, w := range secretWords {
-		if strings.Contains(up, w) {
+		for rest := up; ; {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				break
+			}
+			if w == "AUTH" && strings.HasPrefix(rest[i:], "AUTHOR") &&
+				(len(rest) == i+6 || rest[i+6] == '_') {
+				rest = rest[i+len("AUTHOR"):]
+				continue
+			}
 			return true
 		}
 	}
@@ -180,7 +193,13 @@ func (p *Policy) ExecEnv(in ExecEnvInput) (env, dropped []string) {
 	if in.Set == nil {
 		for _, kv := range in.Host {
 			k, v, _ := strings.Cut(kv, "=")
-			if reserved(k) || !p.envNamed(k, in.Rules, false) || !p.envPasses(k, in.Rules) {
+			if reserved(k) || !p.envNamed(k, in.Rules, false) {
+				continue
+			}
+			if !p.envPasses(k, in.Rules) {
+				// Named by a prefix pattern but injection or secret-looking:
+				// reported, so a host sees why a tool misses it.
+				dropped = append(dropped, k)
 				continue
 			}
 			put(k, v)
