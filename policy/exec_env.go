@@ -159,7 +159,8 @@ type ExecEnvInput struct {
 }
 
 // ExecEnv returns a child's environment: the policy's PATH, HOME, TMPDIR,
-// LANG and TERM, plus variables the host allows (ExecSpec.Env) or the
+// LANG and TERM, the variables the policy sets (ExecSpec.SetEnv), plus
+// variables the host allows (ExecSpec.Env) or the
 // caller set, minus loader, interpreter and secret-looking variables that
 // no rule names. A variable of Set that holds the host's own value (Set
 // built from os.Environ()) is inherited, not set: it passes only as a
@@ -190,10 +191,19 @@ func (p *Policy) ExecEnv(in ExecEnvInput) (env, dropped []string) {
 		}
 	}
 	reserved := func(k string) bool { return k == "PATH" || k == "HOME" || k == "TMPDIR" }
+	// The policy's own variables (ExecSpec.SetEnv, toolchain profiles'
+	// caches): they beat the host's; a caller's Cmd.Env may still set
+	// them where the policy lets that variable through.
+	policySet := map[string]bool{}
+	for _, kv := range p.exec.spec.SetEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		put(k, v)
+		policySet[k] = true
+	}
 	if in.Set == nil {
 		for _, kv := range in.Host {
 			k, v, _ := strings.Cut(kv, "=")
-			if reserved(k) || !p.envNamed(k, in.Rules, false) {
+			if reserved(k) || policySet[k] || !p.envNamed(k, in.Rules, false) {
 				continue
 			}
 			if !p.envPasses(k, in.Rules) {
