@@ -23,39 +23,22 @@ import (
 	"github.com/auditguard/auditguard/procguard"
 )
 
-// agentPolicy is the short policy of docs/agents.md, with the test's
-// directories: {G} is the guarded twin, {PORT} the loopback server's port.
-// Exec confinement stays on (no landlock_exec_any) and the sandbox is
-// required.
-const agentPolicy = `# A coding agent's workspace: docs/agents.md
-use = ["git", "go", "python", "coreutils", "make"]
-
-[fs]
-write_roots = ["{G}"]
-
-[exec]
-home            = "{G}/home"
-tmp_dir         = "{G}/tmp"
-cache_dir       = "{G}/cache"
-timeout         = "3m"
-require_sandbox = true
-
-# Programs the agent builds or writes in its workspace.
-[[exec.allow]]
-under = "{G}/ws"
-
-# Test and run binaries go builds in TMPDIR.
-[[exec.allow]]
-under = "{G}/tmp"
-
-[[exec.allow]]
-program = "curl"
-args    = ["-s"]
-
-[[net.allow]]
-cidr  = "127.0.0.1"
-ports = [{PORT}]
-`
+// agentPolicy reads the short policy of docs/agents.md, so the page and
+// this test cannot drift apart; /srv/agent becomes the guarded twin and
+// 8080 the loopback server's port.
+func agentPolicy(t *testing.T, guarded, port string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "docs", "agents.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "<!-- agent-policy -->\n```toml\n")
+	text, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/agents.md has no agent-policy block")
+	}
+	return strings.NewReplacer("/srv/agent", guarded, "[8080]", "["+port+"]").Replace(text)
+}
 
 // workStep is one command of the workload, or a file the agent writes
 // (with its file tool, not a command) before the next command.
@@ -155,9 +138,12 @@ func TestAgentWorkload(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 
-	text := strings.NewReplacer("{G}", twin["guarded"], "{PORT}", port).Replace(agentPolicy)
+	text := agentPolicy(t, twin["guarded"], port)
 	if n := strings.Count(text, "\n"); n > 40 {
 		t.Fatalf("the policy has %d lines; the target is at most 40", n)
+	}
+	if !strings.Contains(text, twin["guarded"]+"/ws") || !strings.Contains(text, port) {
+		t.Fatalf("the policy does not name the twin and the port:\n%s", text)
 	}
 	polFile := filepath.Join(root, "agent.toml")
 	if err := os.WriteFile(polFile, []byte(text), 0o644); err != nil {
