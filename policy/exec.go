@@ -75,6 +75,22 @@ type ExecSpec struct {
 	// bytes; the rest is drained and dropped. 0 means DefaultOutputLimit;
 	// negative means no cap.
 	OutputLimit int64
+	// NoBuiltinDeny turns off the built-in denials of the option tables
+	// (options that run programs or read configuration that can, Source
+	// "builtin"). They are on by default; explicit deny rules still apply.
+	NoBuiltinDeny bool
+	// SetEnv are variables ("NAME=VALUE") the policy sets for every
+	// child, after the host variables it lets through and before Cmd.Env.
+	// Toolchain profiles put their cache variables here.
+	SetEnv []string
+	// Use names toolchain profiles ("git", "go@1"; profile.go) whose
+	// programs, helper directories and variables are added when the policy
+	// is built.
+	Use []ProfileUse
+	// CacheDir is where profiles keep their caches (GOCACHE, pip's, npm's);
+	// it should lie inside a write root. Empty: Home's .cache, else
+	// TmpDir's cache.
+	CacheDir string
 }
 
 // ExecLimits are per-child resource limits; zero fields are left alone.
@@ -128,6 +144,14 @@ type ExecRule struct {
 	Match, NoMatch [][]string
 	// Source is the provenance ("code" when empty).
 	Source string
+	// Under, instead of Program, makes the rule apply to every program
+	// whose real path lies under this directory (absolute; symbolic links
+	// of the part that exists resolved; it need not exist yet): programs
+	// built or written in a workspace, test binaries in TMPDIR, a tool's
+	// helper directory. Under a write root such programs may be executed
+	// by children only inside the sandbox (procguard decides per file
+	// otherwise; docs/exec.md).
+	Under string
 }
 
 // execRules is the validated, indexed form of an ExecSpec.
@@ -140,6 +164,10 @@ type execRules struct {
 	// hasDeny: some deny rule could match a command an opaque script
 	// hides (a user deny rule, or a denied option of an allowed tool).
 	hasDeny bool
+	// under are the rules for programs under a directory (ExecRule.Under).
+	under []*execRule
+	// profiles is what ExecSpec.Use expanded to.
+	profiles []ProfileItem
 }
 
 type programRules struct {
@@ -153,7 +181,7 @@ type programRules struct {
 
 type execRule struct {
 	rule ExecRule
-	prog string // real path
+	prog string // real path; for an Under rule, the directory
 	r    *Rule
 	env  nameSet
 }
@@ -168,12 +196,13 @@ var (
 )
 
 func (x *execRules) build(spec ExecSpec, p *Policy) error {
+	var errs []error
+	spec, x.profiles, errs = expandSpec(spec)
 	spec.Rules = append([]ExecRule(nil), spec.Rules...)
 	spec.Path = append([]string(nil), spec.Path...)
 	spec.Env = append([]string(nil), spec.Env...)
 	x.spec = spec
 	x.programs = map[string]*programRules{}
-	var errs []error
 	fail := func(field, value, src string, err error) {
 		errs = append(errs, &EntryError{Field: field, Value: value, Source: src, Err: err})
 	}
@@ -200,6 +229,14 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 			src = "code"
 		}
 		r.Source = src
+		if r.Under != "" {
+			if err := x.buildUnder(r, src); err != nil {
+				fail("exec rule", r.Under, src, err)
+			} else {
+				p.rules = append(p.rules, x.under[len(x.under)-1].r)
+			}
+			continue
+		}
 		prog, err := x.programPath(r.Program)
 		if err != nil {
 			fail("exec rule", r.Program, src, err)
@@ -265,7 +302,7 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 			pr.deny = append(pr.deny, er)
 			pr.anyDeny = true
 			x.hasDeny = true
-		} else if tool != nil && len(tool.DeniedOptions()) > 0 {
+		} else if tool != nil && len(tool.DeniedOptions()) > 0 && !spec.NoBuiltinDeny {
 			x.hasDeny = true
 			pr.allow = append(pr.allow, er)
 		} else {
@@ -274,7 +311,15 @@ func (x *execRules) build(spec ExecSpec, p *Policy) error {
 		x.all = append(x.all, er)
 		p.rules = append(p.rules, er.r)
 	}
-	for _, pair := range []struct{ name, v string }{{"exec home", spec.Home}, {"exec tmpdir", spec.TmpDir}} {
+	for _, kv := range spec.SetEnv {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsAny(k, "\x00*") || strings.IndexByte(v, 0) >= 0 {
+			fail("exec set env", kv, "code", errors.New(`want "NAME=VALUE"`))
+		} else if k == "PATH" || k == "HOME" || k == "TMPDIR" {
+			fail("exec set env", kv, "code", errors.New("PATH, HOME and TMPDIR come from the policy's Path, Home and TmpDir"))
+		}
+	}
+	for _, pair := range []struct{ name, v string }{{"exec home", spec.Home}, {"exec tmpdir", spec.TmpDir}, {"exec cache dir", spec.CacheDir}} {
 		if pair.v != "" && !filepath.IsAbs(pair.v) {
 			fail(pair.name, pair.v, "code", errors.New("not an absolute path"))
 		}
@@ -450,6 +495,11 @@ func (p *Policy) CheckExec(program string, argv []string) Decision {
 			}
 		}
 	}
+	for _, r := range p.exec.under {
+		if r.rule.Deny && underDir(program, r.prog) && r.matchesDeny(tool, args) {
+			return Deny(TierHard, r.r, "")
+		}
+	}
 	var allow *execRule
 	if pr != nil {
 		for _, r := range pr.allow {
@@ -459,7 +509,15 @@ func (p *Policy) CheckExec(program string, argv []string) Decision {
 			}
 		}
 	}
-	if tool != nil {
+	if allow == nil {
+		for _, r := range p.exec.under {
+			if !r.rule.Deny && underDir(program, r.prog) && r.matches(args) {
+				allow = r
+				break
+			}
+		}
+	}
+	if tool != nil && !p.exec.spec.NoBuiltinDeny {
 		if r := builtinDeny(tool, args, allow); r != nil {
 			return Deny(TierHard, r, "")
 		}
@@ -518,6 +576,31 @@ func (p *Policy) ExecPrograms() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ExecDirs returns the directories of the allow rules for every program
+// under a directory (ExecRule.Under, symbolic links resolved), sorted.
+func (p *Policy) ExecDirs() []string {
+	var out []string
+	for _, r := range p.exec.under {
+		if !r.rule.Deny {
+			out = appendUnique(out, r.prog)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ProfileItems returns what the toolchain profiles of ExecSpec.Use
+// expanded to, with provenance, in the order they were added.
+func (p *Policy) ProfileItems() []ProfileItem { return append([]ProfileItem(nil), p.exec.profiles...) }
+
+// underDir reports whether path lies strictly under dir.
+func underDir(path, dir string) bool {
+	if dir == "/" {
+		return len(path) > 1 && path[0] == '/'
+	}
+	return len(path) > len(dir) && path[len(dir)] == '/' && path[:len(dir)] == dir
 }
 
 // ExecPath returns the policy's search path for programs.

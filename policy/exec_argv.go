@@ -314,6 +314,11 @@ func builtinDeny(t *Tool, args []string, allow *execRule) *Rule {
 		case itemOption, itemOperand:
 			if it.opt != nil && it.opt.rule != nil && !allowNames(allow, it.opt) {
 				r = it.opt.rule
+				if it.opt.configKey {
+					// git -c KEY=VALUE: only keys that run programs or read
+					// configuration are denied (exec_gitconfig.go).
+					r = gitConfigDeny(it.value, it.hasVal)
+				}
 			}
 		case itemAmbiguous:
 			it.sec.anyCandidate(it.prefix, func(o *ToolOption) bool {

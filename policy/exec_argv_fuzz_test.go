@@ -63,6 +63,11 @@ func spell(fb *fuzzBytes, t *policy.Tool, sec *policy.ToolSection, o *policy.Too
 	if o.Word != "" {
 		return []string{o.Word}
 	}
+	val := "val"
+	if o.JudgesConfigKey() {
+		// git -c KEY=VALUE is judged by its key: give it a key that runs a program.
+		val = "core.fsmonitor=val"
+	}
 	var switches []string
 	for _, x := range sec.Options {
 		if x.Arg == policy.ArgNone && x.Risk == policy.RiskSafe {
@@ -80,7 +85,7 @@ func spell(fb *fuzzBytes, t *policy.Tool, sec *policy.ToolSection, o *policy.Too
 		if len(s) > 1 || (t.Style == policy.StyleGit && sec == t.Main) {
 			words = []string{"-" + s}
 			if o.Arg == policy.ArgRequired {
-				words = append(words, "val")
+				words = append(words, val)
 			}
 			return words
 		}
@@ -94,19 +99,19 @@ func spell(fb *fuzzBytes, t *policy.Tool, sec *policy.ToolSection, o *policy.Too
 		if oldStyleFirst && t.OldStyle && o.Arg != policy.ArgOptional {
 			words = []string{cluster}
 			if o.Arg == policy.ArgRequired {
-				words = append(words, "val")
+				words = append(words, val)
 			}
 			return words
 		}
 		switch o.Arg {
 		case policy.ArgRequired:
 			if fb.n(2) == 0 {
-				return []string{"-" + cluster + "val"}
+				return []string{"-" + cluster + val}
 			}
-			return []string{"-" + cluster, "val"}
+			return []string{"-" + cluster, val}
 		case policy.ArgOptional:
 			if fb.n(2) == 0 {
-				return []string{"-" + cluster + "val"}
+				return []string{"-" + cluster + val}
 			}
 		}
 		return []string{"-" + cluster}
@@ -128,9 +133,9 @@ func spell(fb *fuzzBytes, t *policy.Tool, sec *policy.ToolSection, o *policy.Too
 	case o.Arg == policy.ArgNone:
 		return []string{"--" + l}
 	case o.Arg == policy.ArgOptional || fb.n(2) == 0:
-		return []string{"--" + l + "=val"}
+		return []string{"--" + l + "=" + val}
 	}
-	return []string{"--" + l, "val"}
+	return []string{"--" + l, val}
 }
 
 // safeWords returns a harmless option of sec, spelled whole, with a value

@@ -121,10 +121,23 @@ func upper(name string, buf []byte) string {
 
 // IsSecretVar reports whether a variable's name looks like it holds a
 // secret (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, ...), ignoring case.
+// "AUTH" inside a word "AUTHOR" is not a secret word: GIT_AUTHOR_NAME,
+// GIT_AUTHOR_EMAIL and other *_AUTHOR_* names are identities (GIT_COMMITTER_*
+// hold none of the words), while GIT_AUTHOR_TOKEN and AUTHORIZATION are
+// still secret-looking.
 func IsSecretVar(name string) bool {
 	up := strings.ToUpper(name)
 	for _, w := range secretWords {
-		if strings.Contains(up, w) {
+		for rest := up; ; {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				break
+			}
+			if w == "AUTH" && strings.HasPrefix(rest[i:], "AUTHOR") &&
+				(len(rest) == i+6 || rest[i+6] == '_') {
+				rest = rest[i+len("AUTHOR"):]
+				continue
+			}
 			return true
 		}
 	}
@@ -146,7 +159,8 @@ type ExecEnvInput struct {
 }
 
 // ExecEnv returns a child's environment: the policy's PATH, HOME, TMPDIR,
-// LANG and TERM, plus variables the host allows (ExecSpec.Env) or the
+// LANG and TERM, the variables the policy sets (ExecSpec.SetEnv), plus
+// variables the host allows (ExecSpec.Env) or the
 // caller set, minus loader, interpreter and secret-looking variables that
 // no rule names. A variable of Set that holds the host's own value (Set
 // built from os.Environ()) is inherited, not set: it passes only as a
@@ -177,10 +191,25 @@ func (p *Policy) ExecEnv(in ExecEnvInput) (env, dropped []string) {
 		}
 	}
 	reserved := func(k string) bool { return k == "PATH" || k == "HOME" || k == "TMPDIR" }
+	// The policy's own variables (ExecSpec.SetEnv, toolchain profiles'
+	// caches): they beat the host's; a caller's Cmd.Env may still set
+	// them where the policy lets that variable through.
+	policySet := map[string]bool{}
+	for _, kv := range p.exec.spec.SetEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		put(k, v)
+		policySet[k] = true
+	}
 	if in.Set == nil {
 		for _, kv := range in.Host {
 			k, v, _ := strings.Cut(kv, "=")
-			if reserved(k) || !p.envNamed(k, in.Rules, false) || !p.envPasses(k, in.Rules) {
+			if reserved(k) || policySet[k] || !p.envNamed(k, in.Rules, false) {
+				continue
+			}
+			if !p.envPasses(k, in.Rules) {
+				// Named by a prefix pattern but injection or secret-looking:
+				// reported, so a host sees why a tool misses it.
+				dropped = append(dropped, k)
 				continue
 			}
 			put(k, v)

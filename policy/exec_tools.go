@@ -97,6 +97,9 @@ type ToolOption struct {
 
 	section *ToolSection
 	rule    *Rule // the built-in deny rule, when Risk denies
+	// configKey: the value is a git configuration key (git -c KEY=V),
+	// judged by gitConfigDeny instead of rule (exec_gitconfig.go).
+	configKey bool
 }
 
 // Spelling returns the option's main spelling ("--upload-pack", "-c",
@@ -257,6 +260,9 @@ func loadTools() {
 			if err := applyRisk(r); err != nil {
 				errs = append(errs, err.Error())
 			}
+		}
+		if err := markGitConfigOptions(); err != nil {
+			errs = append(errs, err.Error())
 		}
 		if len(errs) > 0 {
 			toolsErr = fmt.Errorf("tool tables: %s", strings.Join(errs, "; "))

@@ -167,7 +167,7 @@ func (s *fileSpec) entries() []fileEntry {
 // did-you-mean suggestions. The keys of [exec] and [net] are listed by their
 // decoders.
 var fileSchema = map[string][]string{
-	"":      {"fs", "modes", "exec", "net"},
+	"":      {"use", "fs", "modes", "exec", "net"},
 	"fs":    {"write_roots", "read_roots", "read_deny", "protected", "replace_protected"},
 	"modes": {"fs", "exec", "net"},
 	"exec":  execKeys,
@@ -278,8 +278,11 @@ func decodeFile(name string, data []byte) (*fileSpec, []*FileError) {
 		return nil, d.errs
 	}
 	spec := &fileSpec{name: name, has: map[string]filePos{}}
+	var use *tfield
 	for _, f := range root.fields {
 		switch f.key {
+		case "use":
+			use = f // file_profiles.go, once [exec] is read
 		case "fs":
 			if t := d.table(f, "fs"); t != nil {
 				d.decodeFS(t, spec)
@@ -299,6 +302,9 @@ func decodeFile(name string, data []byte) (*fileSpec, []*FileError) {
 		default:
 			d.unknown("", f, fileSchema[""])
 		}
+	}
+	if use != nil {
+		d.decodeUse(use, &spec.exec)
 	}
 	return spec, d.errs
 }

@@ -39,11 +39,11 @@ import (
 // execKeys are the keys [exec] accepts.
 var execKeys = []string{"allow", "deny", "path", "env", "home", "tmp_dir", "timeout", "max_timeout",
 	"limits", "output_limit", "dir_in_read_roots", "require_landlock", "no_landlock", "deny_network",
-	"no_cgroup", "landlock_exec_any", "no_sandbox", "require_sandbox", "host_network"}
+	"no_cgroup", "landlock_exec_any", "no_sandbox", "require_sandbox", "host_network", "cache_dir", "no_builtin_deny"}
 
 var (
-	execAllowKeys  = []string{"program", "args", "env", "match", "no_match"}
-	execDenyKeys   = []string{"program", "args", "match", "no_match"}
+	execAllowKeys  = []string{"program", "under", "args", "env", "match", "no_match"}
+	execDenyKeys   = []string{"program", "under", "args", "match", "no_match"}
 	execLimitsKeys = []string{"cpu_seconds", "file_size", "address_space", "open_files", "processes", "memory"}
 )
 
@@ -74,6 +74,7 @@ var execSwitches = []execSwitch{
 	{"no_sandbox", func(s *ExecSpec) *bool { return &s.NoSandbox }, false},
 	{"require_sandbox", func(s *ExecSpec) *bool { return &s.RequireSandbox }, true},
 	{"host_network", func(s *ExecSpec) *bool { return &s.HostNetwork }, false},
+	{"no_builtin_deny", func(s *ExecSpec) *bool { return &s.NoBuiltinDeny }, false},
 }
 
 // execLimit is one field of ExecLimits.
@@ -116,7 +117,7 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 					x.env = append(x.env, e.at)
 				}
 			}
-		case "home", "tmp_dir":
+		case "home", "tmp_dir", "cache_dir":
 			v, ok := d.str(f, path)
 			if !ok {
 				continue
@@ -125,10 +126,13 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 				d.fail(f.val.pos, path, strconv.Quote(v)+": not an absolute path")
 				continue
 			}
-			if f.key == "home" {
+			switch f.key {
+			case "home":
 				s.Home = v
-			} else {
+			case "tmp_dir":
 				s.TmpDir = v
+			default:
+				s.CacheDir = v
 			}
 		case "timeout", "max_timeout":
 			v, ok := d.duration(f, path)
@@ -212,13 +216,15 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 	for i, t := range tables {
 		rpath := path + "[" + strconv.Itoa(i) + "]"
 		r := ExecRule{Deny: deny}
-		var hasProgram bool
+		var hasProgram, hasUnder bool
 		nerrs := len(d.errs)
 		for _, rf := range t.fields {
 			kpath := rpath + "." + rf.key
 			switch rf.key {
 			case "program":
 				r.Program, hasProgram = d.str(rf, kpath)
+			case "under":
+				r.Under, hasUnder = d.str(rf, kpath)
 			case "args":
 				for _, e := range d.entries(rf, kpath, KindExec) {
 					r.Args = append(r.Args, e.value)
@@ -245,13 +251,21 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 				d.unknownIn(kpath, rf, known, hint)
 			}
 		}
-		if !hasProgram {
-			if t.field("program") == nil && len(d.errs) == nerrs { // a misspelt key says enough
-				d.fail(t.pos, rpath, "missing program")
+		if hasProgram && hasUnder {
+			d.fail(t.pos, rpath, "a rule names either a program or a directory (under), not both")
+			continue
+		}
+		if !hasProgram && !hasUnder {
+			if t.field("program") == nil && t.field("under") == nil && len(d.errs) == nerrs { // a misspelt key says enough
+				d.fail(t.pos, rpath, "missing program (or under, for every program under a directory)")
 			}
 			continue
 		}
-		fr := fileRule{file: d.name, at: t.pos, key: rpath, value: r.Program}
+		value := r.Program
+		if hasUnder {
+			value = r.Under
+		}
+		fr := fileRule{file: d.name, at: t.pos, key: rpath, value: value}
 		r.Source = fr.source()
 		x.spec.Rules = append(x.spec.Rules, r)
 		x.rules = append(x.rules, fr)
@@ -391,6 +405,9 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 	eff := opf.spec
 	ox := &op.exec
 	wsSets := func(k string) bool { _, ok := ws.has[k]; return ok }
+	if at, ok := ws.has["use"]; ok {
+		d.fail(at, "use", "toolchain profiles are the operator layer's; a workspace layer can only narrow its rules")
+	}
 
 	// path: a subset of the operator's search path.
 	effPath := ox.path
@@ -415,7 +432,7 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 	// The operator's rules keep the programs they resolved to.
 	var opAllow, opDeny []ExecRule
 	for i, r := range opf.spec.Rules {
-		if wsSets("path") {
+		if wsSets("path") && r.Under == "" {
 			r.Program = ox.all[i].prog
 		}
 		if r.Deny {
@@ -433,6 +450,12 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 		}
 		wsAllow = append(wsAllow, r)
 		at, key := ws.rules[i].at, ws.rules[i].key
+		if r.Under != "" {
+			if why := underCovered(ox, r); why != "" {
+				d.fail(at, key, "under "+strconv.Quote(r.Under)+why+"; a workspace layer can only narrow the operator's exec rules")
+			}
+			continue
+		}
 		prog, err := resolver.programPath(r.Program)
 		if err != nil {
 			d.fail(at, key, strconv.Quote(r.Program)+": "+err.Error())
@@ -464,7 +487,8 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 		key      string
 		op, ws   string
 		effected *string
-	}{{"home", opf.spec.Home, ws.spec.Home, &eff.Home}, {"tmp_dir", opf.spec.TmpDir, ws.spec.TmpDir, &eff.TmpDir}} {
+	}{{"home", opf.spec.Home, ws.spec.Home, &eff.Home}, {"tmp_dir", opf.spec.TmpDir, ws.spec.TmpDir, &eff.TmpDir},
+		{"cache_dir", opf.spec.CacheDir, ws.spec.CacheDir, &eff.CacheDir}} {
 		if !wsSets(pair.key) {
 			continue
 		}

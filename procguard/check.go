@@ -97,6 +97,23 @@ func (r *resolver) lookup(name string) resolved {
 		return v
 	}
 	var v resolved
+	if name != "" && !filepath.IsAbs(name) && strings.ContainsRune(name, '/') {
+		// "./bin/hello", "bin/x": the shell (and exec.Cmd) run it from the
+		// command's working directory. Only a name that resolves to no
+		// executable stays a relative name (invalid input).
+		f := filepath.Join(r.dir, name)
+		if fi, err := os.Stat(f); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
+			v.found = f
+			v.real, v.err = filepath.EvalSymlinks(f)
+		} else {
+			v.err = policy.ErrRelativeName
+		}
+		if r.cache == nil {
+			r.cache = map[string]resolved{}
+		}
+		r.cache[name] = v
+		return v
+	}
 	v.found, v.err = policy.LookPath(name, r.path)
 	if v.err == nil {
 		v.real, v.err = filepath.EvalSymlinks(v.found)
@@ -149,9 +166,6 @@ func (c *Cmd) prepare() *prepared {
 	}
 
 	var invalid []string
-	if name != "" && !filepath.IsAbs(name) && strings.ContainsRune(name, '/') {
-		invalid = append(invalid, "relative program name "+name)
-	}
 	for _, kv := range c.Env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			for _, e := range filepath.SplitList(v) {

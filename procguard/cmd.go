@@ -104,8 +104,14 @@ type Confinement struct {
 	Rlimits []string
 	// Timeout is the hard timeout in force (0: none).
 	Timeout time.Duration
-	// EnvDropped lists variables of Cmd.Env that were not passed on.
+	// EnvDropped lists variables of Cmd.Env, or host variables the policy
+	// names by a prefix, that were not passed on, by name.
 	EnvDropped []string
+	// Creation, when set, lists protected names this command was let
+	// create because its tool writes them from its defaults (`git init`
+	// and .git/config under the git profile; policy.ToolCreation), and the
+	// variables forced for that.
+	Creation *policy.ToolCreation
 }
 
 // DefaultWaitDelay is how long Wait waits for I/O after the child group was

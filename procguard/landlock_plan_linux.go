@@ -156,6 +156,14 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		for _, prog := range executables(pr) {
 			rs.Rules = append(rs.Rules, landlock.Rule{Path: prog, Access: landlock.Execute | landlock.ReadFile})
 		}
+		// Directories whose programs an allow rule names (ExecRule.Under)
+		// that no child can write (a tool's helper directory) are
+		// executable as a whole; those inside a write root only in the
+		// sandbox (sandboxExecDirs).
+		system, _ := execDirs(pr)
+		for _, d := range system {
+			rs.Rules = append(rs.Rules, landlock.Rule{Path: d, Access: landlock.Execute | landlock.ReadFile})
+		}
 	}
 	if roots, ok := readableRoots(pr); ok {
 		// Reads are limited to the read roots: nothing is readable
@@ -184,6 +192,58 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		return nil, "", errors.New("procguard: empty Landlock ruleset")
 	}
 	return rs, note, nil
+}
+
+// execDirs returns the directories of the Under allow rules every policy
+// of the scope shares (an equal or enclosing directory in each) that exist,
+// split into those no write root overlaps and those that overlap one.
+func execDirs(pr *prepared) (system, writable []string) {
+	roots := writableRoots(pr)
+next:
+	for _, d := range pr.pol.ExecDirs() {
+		for _, p := range pr.pols[1:] {
+			if !slices.ContainsFunc(p.ExecDirs(), func(o string) bool { return o == d || within(d, o) }) {
+				continue next
+			}
+		}
+		if !landlock.Exists(d) {
+			continue
+		}
+		if slices.ContainsFunc(roots, func(r string) bool { return r == d || within(d, r) || within(r, d) }) {
+			writable = append(writable, d)
+		} else {
+			system = append(system, d)
+		}
+	}
+	return system, writable
+}
+
+// within reports whether path lies strictly under dir.
+func within(path, dir string) bool {
+	return dir == "/" && path != "/" || strings.HasPrefix(path, dir+"/")
+}
+
+// sandboxExecDirs returns rs with execute rights on the Under directories
+// that lie in write roots: granted only to a child in the sandbox, whose
+// other layers (protected names, the file-call supervisor, the network
+// namespace) still hold what such a program does. Without the sandbox a
+// child executes only the files of those directories its command's
+// decision named (executables). rs itself is not changed.
+func sandboxExecDirs(pr *prepared, rs *landlock.Ruleset) *landlock.Ruleset {
+	if rs == nil || pr.pol.Exec().LandlockExecAny {
+		return rs
+	}
+	_, writable := execDirs(pr)
+	if len(writable) == 0 {
+		return rs
+	}
+	c := *rs
+	c.Rules = slices.Clone(rs.Rules)
+	for _, d := range writable {
+		c.Rules = append(c.Rules, landlock.Rule{Path: d, Access: landlock.Execute | landlock.ReadFile})
+	}
+	c.Normalize()
+	return &c
 }
 
 // executables are the files a child may execute unless the policy sets

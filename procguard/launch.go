@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -41,7 +42,7 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*os.P
 		}
 		c.Confinement.SandboxNote = *why
 	default:
-		err := c.startSandboxed(pr, x, cg, env, rs)
+		err := c.startSandboxed(pr, x, cg, env, sandboxExecDirs(pr, rs))
 		if err == nil {
 			return c.sandbox.Process, nil
 		}
@@ -89,7 +90,15 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 		Rlimits:  rlimitsOf(es.Limits),
 	}
 	for _, p := range pr.pols {
-		spec.Files = append(spec.Files, p.FileSpec(pr.cwd))
+		fs := p.FileSpec(pr.cwd)
+		if c.Confinement.Creation != nil && p.ToolCreation(&pr.req.Plan) != nil {
+			// git init may create the new repository's .git/config: it
+			// writes it from its defaults (policy.ToolCreation).
+			fs.Protected = slices.DeleteFunc(fs.Protected, func(e string) bool {
+				return slices.Contains(c.Confinement.Creation.Protected, e)
+			})
+		}
+		spec.Files = append(spec.Files, fs)
 	}
 	switch {
 	case es.HostNetwork:

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,6 +95,10 @@ func (c *Cmd) Start() error {
 	}
 	env, dropped := pr.pol.ExecEnv(policy.ExecEnvInput{Host: os.Environ(), Set: c.Env, Home: home, Tmp: tmp, Rules: rules})
 	c.Confinement.EnvDropped = dropped
+	if tc := pr.pol.ToolCreation(&pr.req.Plan); tc != nil {
+		env = overrideEnv(env, tc.Env)
+		c.Confinement.Creation = tc
+	}
 
 	x := &exec.Cmd{Path: c.Program, Args: c.Args, Env: env, Dir: pr.req.Dir, Stdin: c.Stdin, ExtraFiles: c.ExtraFiles}
 	limit := spec.OutputLimit
@@ -221,4 +227,17 @@ func wrapOutput(w io.Writer, limit int64) (io.Writer, *capWriter) {
 	}
 	cw := &capWriter{w: w, limit: limit}
 	return cw, cw
+}
+
+// overrideEnv sets each "NAME=VALUE" of set in env, replacing an earlier
+// value of NAME.
+func overrideEnv(env, set []string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, k+"=") }) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, set...)
 }

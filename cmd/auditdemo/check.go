@@ -37,6 +37,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s: valid\n\n", *path)
 	printModes(stdout, f.Modes)
 	fmt.Fprintln(stdout)
+	printProfiles(stdout, f.Policy) // check_profiles.go
 	printRules(stdout, f.Policy)
 	return 0
 }

@@ -50,8 +50,12 @@ func TestDefaultPolicyToolOptions(t *testing.T) {
 						args = []string{r.Program}
 					}
 					w := sp
+					v := "v"
+					if o.JudgesConfigKey() {
+						v = "core.pager=v" // git -c is judged by its key: a key that runs a program
+					}
 					if o.Arg == policy.ArgRequired {
-						args = append(args, w, "v")
+						args = append(args, w, v)
 					} else {
 						args = append(args, w)
 					}

@@ -1,0 +1,27 @@
+package policy
+
+import "strconv"
+
+// The top-level `use` key of a policy file names toolchain profiles
+// (profile.go):
+//
+//	use = ["git", "go", "python", "coreutils", "make"]
+//
+// Each name is a profile ("go") or a profile version ("go@1"); the rules
+// the profile adds carry "file:line profile go@1 (what it was found from)"
+// as their Source. Only an operator layer may use profiles.
+
+// decodeUse reads `use` into the exec spec.
+func (d *fileDecoder) decodeUse(f *tfield, x *execFile) {
+	if x.has == nil {
+		x.has = map[string]filePos{}
+	}
+	x.has["use"] = f.pos
+	for _, e := range d.entries(f, "use", KindExec) {
+		if _, err := ProfileNamed(e.value); err != nil {
+			d.fail(e.at, "use", err.Error())
+			continue
+		}
+		x.spec.Use = append(x.spec.Use, ProfileUse{Name: e.value, Source: d.name + ":" + strconv.Itoa(e.at.line)})
+	}
+}
