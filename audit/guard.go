@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/auditguard/auditguard/policy"
@@ -37,9 +36,12 @@ type Mode uint8
 const (
 	// Enforce returns the denial to the caller; nothing happens.
 	Enforce Mode = iota
-	// Warn records "would deny" and lets the call proceed: a dry run with
-	// real side effects. Invalid input, self-protection and callback faults
-	// are still denied.
+	// Warn records "would deny" and lets a call the policy merely does not
+	// allow (a soft denial) proceed: a dry run with real side effects.
+	// Hard-tier denials (protected names, explicit deny rules,
+	// special-purpose addresses) are still refused unless the host opted in
+	// with WithWarnHard; invalid input, self-protection, callback faults and
+	// an OnCall Deny are always denied.
 	Warn
 	// Off skips checks for the protocol. Scope rules still apply.
 	Off
@@ -60,12 +62,16 @@ type Verdict uint8
 const (
 	// Continue asks the policy (the default).
 	Continue Verdict = iota
-	// Allow trusts this call and skips the policy.
+	// Allow trusts this call: a soft denial (no rule allows it) is
+	// overturned; a hard one only with WithRescueHard; invalid input and
+	// self-protection never.
 	Allow
-	// Deny refuses the call; BeforeDeny is not asked.
+	// Deny refuses the call in every mode but Off; BeforeDeny is not asked.
 	Deny
 	// TrustSite allows this call and every later one from the same call site
-	// without asking the callback again.
+	// in the same scope without asking the callback again. Like Allow, it
+	// overturns soft denials only, unless the host opted in
+	// (WithTrustSiteHard).
 	TrustSite
 )
 
@@ -96,10 +102,10 @@ type Guard struct {
 	recorder   *Recorder
 	logAllows  bool
 	rescueHard bool
+	trustHard  bool
+	warnHardP  [numProtocols]bool
 
-	trustedSites sync.Map // call site (file, line) -> struct{}
-	trustedN     atomic.Int32
-	baseModes    [numProtocols]Mode // as given to New; what an unset file mode returns to
+	baseModes [numProtocols]Mode // as given to New; what an unset file mode returns to
 }
 
 // state is one immutable snapshot of what decides.
@@ -153,12 +159,36 @@ func WithLogAllows() Option {
 	return func(g *Guard, _ *state) { g.logAllows = true }
 }
 
-// WithRescueHard lets BeforeDeny rescue hard denials (protected paths,
-// explicit denies, special-purpose addresses). Invalid input and
+// WithRescueHard lets BeforeDeny rescue, and an OnCall Allow overturn, hard
+// denials (protected paths, explicit denies, special-purpose addresses).
+// Without it, callbacks never outrank the hard tier. Invalid input and
 // self-protection are never rescuable.
 func WithRescueHard() Option {
 	return func(g *Guard, _ *state) { g.rescueHard = true }
 }
+
+// WithTrustSiteHard lets a call site OnCall trusted (TrustSite) go on with
+// hard denials too. Without it, a trusted site is spared soft denials only:
+// it cannot write a protected name or reach a special-purpose address.
+// Trust is remembered per scope either way.
+func WithTrustSiteHard() Option {
+	return func(g *Guard, _ *state) { g.trustHard = true }
+}
+
+// WithWarnHard makes Warn mode for protocol p carry out hard-tier denials
+// as well (recording them as would-deny). Without it, Warn carries out soft
+// denials only and still refuses protected names, explicit deny rules and
+// special-purpose addresses: a dry run must not do the damage the hard
+// tier exists to prevent.
+func WithWarnHard(p Protocol) Option {
+	return func(g *Guard, _ *state) {
+		if p < numProtocols {
+			g.warnHardP[p] = true
+		}
+	}
+}
+
+func (g *Guard) warnHard(p Protocol) bool { return p < numProtocols && g.warnHardP[p] }
 
 // ErrNilPolicy is returned when a guard is given no policy.
 var ErrNilPolicy = errors.New("auditguard: nil policy")

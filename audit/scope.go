@@ -18,6 +18,7 @@ type Scope struct {
 	restrict []*policy.Policy // narrowing policies, outermost first
 	entered  string           // "file.go:12 pkg.Func" of the Enter call
 	closed   atomic.Bool
+	trust    siteTrust // call sites OnCall trusted in this scope (trust.go)
 
 	// done is closed when this scope or one it is nested in is released;
 	// children are the open scopes nested in this one, closed with it.
