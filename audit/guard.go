@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/auditguard/auditguard/policy"
 )
@@ -103,7 +104,11 @@ type Guard struct {
 	logAllows  bool
 	rescueHard bool
 	trustHard  bool
-	warnHardP  [numProtocols]bool
+
+	releaseWait    time.Duration // release.go
+	releaseWaitSet bool
+	keepHandles    bool
+	warnHardP      [numProtocols]bool
 
 	baseModes [numProtocols]Mode // as given to New; what an unset file mode returns to
 }

@@ -20,6 +20,11 @@ type Scope struct {
 	closed   atomic.Bool
 	trust    siteTrust // call sites OnCall trusted in this scope (trust.go)
 
+	// life is what release waits for and closes (release.go); releaseMu
+	// makes a second release wait for the first.
+	life      lifetime
+	releaseMu sync.Mutex
+
 	// done is closed when this scope or one it is nested in is released;
 	// children are the open scopes nested in this one, closed with it.
 	mu       sync.Mutex
@@ -88,16 +93,6 @@ func Restrict(ctx context.Context, p *policy.Policy) (context.Context, func(), e
 	s := &Scope{g: outer.g, id: scopeIDs.Add(1), parent: outer, restrict: r, entered: callerSite(), done: make(chan struct{})}
 	outer.adopt(s)
 	return context.WithValue(ctx, scopeKey{}, s), s.release, nil
-}
-
-func (s *Scope) release() {
-	s.closed.Store(true)
-	s.finish()
-	if s.parent != nil {
-		s.parent.mu.Lock()
-		delete(s.parent.children, s)
-		s.parent.mu.Unlock()
-	}
 }
 
 // adopt links an open nested scope, so releasing s ends it too.
