@@ -36,6 +36,15 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	s := audit.From(ctx)
+	if s.Begin() == nil {
+		defer s.End()
+	}
+	c, err := d.dial(ctx, network, address)
+	return track(s, network, c, err)
+}
+
+func (d *Dialer) dial(ctx context.Context, network, address string) (net.Conn, error) {
 	g, err := authorize(ctx, policy.OpConnect, network, address, d.Resolver, "")
 	if err != nil {
 		return nil, err

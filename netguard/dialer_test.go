@@ -241,9 +241,11 @@ func TestBeforeDenyTiers(t *testing.T) {
 	if _, err := (&Dialer{}).DialContext(ctx, "tcp", "127.1:"+srv.port); denyTier(t, err) != policy.TierInvalid {
 		t.Fatalf("invalid input: %v", err)
 	}
-	// OnCall Allow cannot make invalid input dialable either.
-	ctx, _ = enter(t, nil, audit.WithOnCall(func(context.Context, *audit.Event) audit.Verdict { return audit.Allow }))
-	if _, err := (&Dialer{}).DialContext(ctx, "tcp", "127.1:"+srv.port); err == nil || errors.Is(err, fs.ErrPermission) {
+	// OnCall Allow cannot overturn invalid input either: callbacks never
+	// outrank it.
+	ctx, _ = enter(t, nil, audit.WithOnCall(func(context.Context, *audit.Event) audit.Verdict { return audit.Allow }),
+		audit.WithRescueHard(), audit.WithTrustSiteHard())
+	if _, err := (&Dialer{}).DialContext(ctx, "tcp", "127.1:"+srv.port); denyTier(t, err) != policy.TierInvalid {
 		t.Fatalf("invalid input after OnCall Allow: %v", err)
 	}
 }
