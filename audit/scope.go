@@ -48,7 +48,12 @@ func From(ctx context.Context) *Scope {
 
 // Enter opens a scope of g on ctx: the Go form of fastaudit's
 // `with audit_perms():`. Call release when the guarded work is over;
-// release is idempotent.
+// release is idempotent. Release denies new calls, waits for calls in
+// flight (up to DefaultReleaseWait, or WithReleaseWait), then closes every
+// file and connection made through the scope (unless WithKeepHandles),
+// kills every child started from it and closes its root handles; see
+// release.go and docs/threat-model.md for the line between "after
+// release" and "leaked".
 //
 // Entering the same guard again nests a scope; entering a different guard
 // inside a scope (open or released) is denied, whatever the callbacks say,
