@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +51,32 @@ func (f *Fs) single(op policy.Op, opName, name string, follow, linkRule bool, fl
 	return r, cwd, nil
 }
 
+// badName returns the error the OS gives for a name no system call can
+// take, before anything is resolved or checked: ENOENT for an empty name
+// (os.Open("") does not open the working directory) and EINVAL for a name
+// holding a NUL byte (the kernel would see a shorter name). Every method
+// answers both exactly as afero.OsFs does.
+func badName(op, name string) error {
+	if name == "" {
+		return pathErr(op, name, syscall.ENOENT)
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return pathErr(op, name, syscall.EINVAL)
+	}
+	return nil
+}
+
+// badNames is badName for two-name calls, as an *os.LinkError. A symbolic
+// link's target may be any string but an empty one or one with a NUL.
+func badNames(op, oldname, newname string) error {
+	for _, n := range []string{oldname, newname} {
+		if err := badName(op, n); err != nil {
+			return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err.(*fs.PathError).Err}
+		}
+	}
+	return nil
+}
+
 // absAt makes name absolute against cwd, without cleaning it.
 func absAt(name, cwd string) string {
 	if len(name) > 0 && name[0] == '/' {
@@ -76,6 +103,9 @@ func (f *Fs) Open(name string) (afero.File, error) {
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if err := badName("open", name); err != nil {
+		return nil, err
 	}
 	abs := f.abs(name)
 	fl, err := f.openFile(name, flag, perm)
@@ -159,6 +189,9 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	if err := badName("stat", name); err != nil {
+		return nil, err
+	}
 	if f.off() {
 		if err := f.offErr("stat", name); err != nil {
 			return nil, err
@@ -183,6 +216,9 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if err := badName("lstat", name); err != nil {
+		return nil, false, err
 	}
 	var a string
 	if f.off() {
@@ -216,6 +252,9 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	if err := badName("readlink", name); err != nil {
+		return "", err
+	}
 	var a string
 	if f.off() {
 		if err := f.offErr("readlink", name); err != nil {
@@ -239,6 +278,9 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if err := badName("mkdir", name); err != nil {
+		return err
 	}
 	if f.off() {
 		if err := f.offErr("mkdir", name); err != nil {
@@ -264,6 +306,9 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if err := badName("mkdir", name); err != nil {
+		return err
 	}
 	if f.off() {
 		if err := f.offErr("mkdir", name); err != nil {
@@ -323,6 +368,9 @@ func (f *Fs) Remove(name string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	if err := badName("remove", name); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr("remove", name); err != nil {
 			return err
@@ -345,6 +393,21 @@ func (f *Fs) Remove(name string) error {
 func (f *Fs) RemoveAll(name string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if err := badName("removeall", name); err != nil {
+		// os.RemoveAll answers these its own way: nil for "" (Go issue
+		// 28830), and its unlinkat's EINVAL for a NUL, which no system
+		// call ever sees (so asking it has no effect).
+		if name == "" {
+			if serr := f.scope.Err(); serr != nil {
+				return pathErr("removeall", name, serr)
+			}
+			return nil
+		}
+		if f.isOS {
+			return os.RemoveAll(name)
+		}
+		return err
 	}
 	if f.off() {
 		if err := f.offErr("removeall", name); err != nil {
@@ -419,6 +482,9 @@ func (f *Fs) Rename(oldname, newname string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	if err := badNames("rename", oldname, newname); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr("rename", oldname); err != nil {
 			return f.renameLinkErr(err, "rename", oldname, newname)
@@ -457,6 +523,9 @@ func (f *Fs) Rename(oldname, newname string) error {
 func (f *Fs) Link(oldname, newname string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if err := badNames("link", oldname, newname); err != nil {
+		return err
 	}
 	if !f.isOS {
 		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: ErrNoHardLink}
@@ -562,6 +631,9 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	if err := badNames("symlink", oldname, newname); err != nil {
+		return err
+	}
 	if f.ln == nil && !f.isOS {
 		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: afero.ErrNoSymlink}
 	}
@@ -632,6 +704,9 @@ func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBa
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	if err := badName(opName, name); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr(opName, name); err != nil {
 			return err
@@ -666,6 +741,9 @@ func (f *Fs) carryOut(r resolved, opName, name string, inRoot func(*os.Root, str
 func (f *Fs) Chdir(dir string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if err := badName("chdir", dir); err != nil {
+		return err
 	}
 	// In Off mode check passes (after the scope rules); the destination is
 	// still resolved and must be a directory.
