@@ -198,6 +198,14 @@ func (g *Guard) warnHard(p Protocol) bool { return p < numProtocols && g.warnHar
 // ErrNilPolicy is returned when a guard is given no policy.
 var ErrNilPolicy = errors.New("auditguard: nil policy")
 
+// ErrInvalidGuard is returned by a Guard that New did not make: a nil
+// *Guard or a zero Guard{}. Like os/exec with a zero Cmd, it is an error,
+// not a panic.
+var ErrInvalidGuard = errors.New("auditguard: invalid guard (a nil *Guard, or a Guard not made by audit.New)")
+
+// valid reports whether g was made by New.
+func (g *Guard) valid() bool { return g != nil && g.state.Load() != nil }
+
 // New returns a guard deciding with p.
 func New(p *policy.Policy, opts ...Option) (*Guard, error) {
 	if p == nil {
@@ -222,14 +230,25 @@ func New(p *policy.Policy, opts ...Option) (*Guard, error) {
 }
 
 // Policy returns the policy in force.
-func (g *Guard) Policy() *policy.Policy { return g.state.Load().pol }
+// It is nil for a Guard not made by New.
+func (g *Guard) Policy() *policy.Policy {
+	if !g.valid() {
+		return nil
+	}
+	return g.state.Load().pol
+}
 
 // Data returns the host data snapshot in force.
-func (g *Guard) Data() any { return g.state.Load().data }
+func (g *Guard) Data() any {
+	if !g.valid() {
+		return nil
+	}
+	return g.state.Load().data
+}
 
 // Mode returns the mode of protocol p.
 func (g *Guard) Mode(p Protocol) Mode {
-	if p >= numProtocols {
+	if p >= numProtocols || !g.valid() {
 		return Enforce
 	}
 	return g.state.Load().modes[p]
@@ -260,6 +279,9 @@ func (g *Guard) SetMode(ctx context.Context, p Protocol, m Mode) error {
 }
 
 func (g *Guard) update(ctx context.Context, what string, change func(*state)) error {
+	if !g.valid() {
+		return ErrInvalidGuard
+	}
 	if s := From(ctx); s != nil {
 		return s.selfProtect(ctx, what)
 	}

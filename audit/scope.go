@@ -63,6 +63,9 @@ func (g *Guard) Enter(ctx context.Context) (context.Context, func(), error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if !g.valid() {
+		return ctx, func() {}, ErrInvalidGuard
+	}
 	outer := From(ctx)
 	if outer != nil && outer.g != g {
 		return ctx, func() {}, outer.selfProtect(ctx, "Enter of another guard")
