@@ -17,7 +17,10 @@
 //
 // Scopes protect themselves: entering another guard, SetData, SetPolicy and
 // SetMode are denied inside a scope whatever the callbacks say; Restrict can
-// only narrow; releasing a scope revokes every handle made from it.
+// only narrow; releasing a scope revokes every handle made from it: new
+// calls are denied, calls in flight are waited for (bounded), and the
+// files, connections and children made through it are closed and killed
+// before release returns (Scope.Begin, Scope.TrackHandle).
 //
 // WithDouble installs a test double a facade serves allowed calls from
 // (procguard.WithDouble, netguard.WithDouble); the pipeline is the same, so

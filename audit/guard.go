@@ -5,8 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/auditguard/auditguard/policy"
 )
@@ -37,9 +37,12 @@ type Mode uint8
 const (
 	// Enforce returns the denial to the caller; nothing happens.
 	Enforce Mode = iota
-	// Warn records "would deny" and lets the call proceed: a dry run with
-	// real side effects. Invalid input, self-protection and callback faults
-	// are still denied.
+	// Warn records "would deny" and lets a call the policy merely does not
+	// allow (a soft denial) proceed: a dry run with real side effects.
+	// Hard-tier denials (protected names, explicit deny rules,
+	// special-purpose addresses) are still refused unless the host opted in
+	// with WithWarnHard; invalid input, self-protection, callback faults and
+	// an OnCall Deny are always denied.
 	Warn
 	// Off skips checks for the protocol. Scope rules still apply.
 	Off
@@ -60,12 +63,16 @@ type Verdict uint8
 const (
 	// Continue asks the policy (the default).
 	Continue Verdict = iota
-	// Allow trusts this call and skips the policy.
+	// Allow trusts this call: a soft denial (no rule allows it) is
+	// overturned; a hard one only with WithRescueHard; invalid input and
+	// self-protection never.
 	Allow
-	// Deny refuses the call; BeforeDeny is not asked.
+	// Deny refuses the call in every mode but Off; BeforeDeny is not asked.
 	Deny
 	// TrustSite allows this call and every later one from the same call site
-	// without asking the callback again.
+	// in the same scope without asking the callback again. Like Allow, it
+	// overturns soft denials only, unless the host opted in
+	// (WithTrustSiteHard).
 	TrustSite
 )
 
@@ -99,11 +106,16 @@ type Guard struct {
 	recorder   *Recorder
 	logAllows  bool
 	rescueHard bool
+	trustHard  bool
 
-	doubles      map[any]any // test doubles by facade key (double.go); fixed at New
-	trustedSites sync.Map    // call site (file, line) -> struct{}
-	trustedN     atomic.Int32
-	baseModes    [numProtocols]Mode // as given to New; what an unset file mode returns to
+	doubles map[any]any // test doubles by facade key (double.go); fixed at New
+
+	releaseWait    time.Duration // release.go
+	releaseWaitSet bool
+	keepHandles    bool
+	warnHardP      [numProtocols]bool
+
+	baseModes [numProtocols]Mode // as given to New; what an unset file mode returns to
 }
 
 // state is one immutable snapshot of what decides.
@@ -157,15 +169,47 @@ func WithLogAllows() Option {
 	return func(g *Guard, _ *state) { g.logAllows = true }
 }
 
-// WithRescueHard lets BeforeDeny rescue hard denials (protected paths,
-// explicit denies, special-purpose addresses). Invalid input and
+// WithRescueHard lets BeforeDeny rescue, and an OnCall Allow overturn, hard
+// denials (protected paths, explicit denies, special-purpose addresses).
+// Without it, callbacks never outrank the hard tier. Invalid input and
 // self-protection are never rescuable.
 func WithRescueHard() Option {
 	return func(g *Guard, _ *state) { g.rescueHard = true }
 }
 
+// WithTrustSiteHard lets a call site OnCall trusted (TrustSite) go on with
+// hard denials too. Without it, a trusted site is spared soft denials only:
+// it cannot write a protected name or reach a special-purpose address.
+// Trust is remembered per scope either way.
+func WithTrustSiteHard() Option {
+	return func(g *Guard, _ *state) { g.trustHard = true }
+}
+
+// WithWarnHard makes Warn mode for protocol p carry out hard-tier denials
+// as well (recording them as would-deny). Without it, Warn carries out soft
+// denials only and still refuses protected names, explicit deny rules and
+// special-purpose addresses: a dry run must not do the damage the hard
+// tier exists to prevent.
+func WithWarnHard(p Protocol) Option {
+	return func(g *Guard, _ *state) {
+		if p < numProtocols {
+			g.warnHardP[p] = true
+		}
+	}
+}
+
+func (g *Guard) warnHard(p Protocol) bool { return p < numProtocols && g.warnHardP[p] }
+
 // ErrNilPolicy is returned when a guard is given no policy.
 var ErrNilPolicy = errors.New("auditguard: nil policy")
+
+// ErrInvalidGuard is returned by a Guard that New did not make: a nil
+// *Guard or a zero Guard{}. Like os/exec with a zero Cmd, it is an error,
+// not a panic.
+var ErrInvalidGuard = errors.New("auditguard: invalid guard (a nil *Guard, or a Guard not made by audit.New)")
+
+// valid reports whether g was made by New.
+func (g *Guard) valid() bool { return g != nil && g.state.Load() != nil }
 
 // New returns a guard deciding with p.
 func New(p *policy.Policy, opts ...Option) (*Guard, error) {
@@ -191,14 +235,25 @@ func New(p *policy.Policy, opts ...Option) (*Guard, error) {
 }
 
 // Policy returns the policy in force.
-func (g *Guard) Policy() *policy.Policy { return g.state.Load().pol }
+// It is nil for a Guard not made by New.
+func (g *Guard) Policy() *policy.Policy {
+	if !g.valid() {
+		return nil
+	}
+	return g.state.Load().pol
+}
 
 // Data returns the host data snapshot in force.
-func (g *Guard) Data() any { return g.state.Load().data }
+func (g *Guard) Data() any {
+	if !g.valid() {
+		return nil
+	}
+	return g.state.Load().data
+}
 
 // Mode returns the mode of protocol p.
 func (g *Guard) Mode(p Protocol) Mode {
-	if p >= numProtocols {
+	if p >= numProtocols || !g.valid() {
 		return Enforce
 	}
 	return g.state.Load().modes[p]
@@ -229,6 +284,9 @@ func (g *Guard) SetMode(ctx context.Context, p Protocol, m Mode) error {
 }
 
 func (g *Guard) update(ctx context.Context, what string, change func(*state)) error {
+	if !g.valid() {
+		return ErrInvalidGuard
+	}
 	if s := From(ctx); s != nil {
 		return s.selfProtect(ctx, what)
 	}

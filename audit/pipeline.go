@@ -22,18 +22,16 @@ func Check(ctx context.Context, ev *Event, req Request) error {
 	return From(ctx).Check(ctx, ev, req)
 }
 
-type siteKey struct {
-	file string
-	line int
-}
-
 // Check runs the decision pipeline, in this order:
 //
 //  1. the scope must be open;
-//  2. OnCall, if set (a trusted call site skips it and is allowed);
+//  2. OnCall, if set (a call site trusted in this scope skips it); its
+//     Allow and TrustSite overturn soft denials only, hard ones where the
+//     host opted in (WithRescueHard, WithTrustSiteHard);
 //  3. the policy, and every policy the scope was restricted with;
 //  4. BeforeDeny, for rescuable denials;
-//  5. the protocol's mode;
+//  5. the protocol's mode (Warn carries out soft denials, and hard ones
+//     only with WithWarnHard; an OnCall Deny always denies);
 //  6. a record of the outcome.
 func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
 	if err := s.Err(); err != nil {
@@ -56,43 +54,49 @@ func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
 	ev.Call = CallFrom(ctx)
 	ev.recorded = callerPCsFrom(ctx)
 
-	skipRescue := false
+	// onCallDeny marks a decision OnCall made: no BeforeDeny, no Warn.
+	onCallDeny := false
 	decided := false
 	if g.onCall != nil {
-		if g.trustedN.Load() > 0 {
-			c := ev.Caller()
-			if _, ok := g.trustedSites.Load(siteKey{c.File, c.Line}); ok {
-				ev.Decision = policy.Allow(ruleTrustedSite)
-				g.record(ctx, ev, Allowed, ByTrustSite, nil)
+		v := Continue
+		trusted := s.trustedSite(ev)
+		if !trusted {
+			var fault error
+			v, fault = g.callOnCall(ctx, ev)
+			if fault != nil {
+				return g.fail(ctx, ev, fault)
+			}
+		}
+		switch {
+		case trusted || v == Allow || v == TrustSite:
+			// A callback's allow overturns what the policy may overturn
+			// for it: soft denials, and hard ones only where the host
+			// opted in. Invalid input and self-protection never.
+			d := decide(st.pol, s.restrict, req)
+			by, rule, hardOK := ByOnCall, ruleOnCallAllow, g.rescueHard
+			if trusted || v == TrustSite {
+				by, rule, hardOK = ByTrustSite, ruleTrustedSite, g.trustHard
+				if !trusted {
+					s.trustSiteOf(ev)
+				}
+			}
+			if d.Allowed || d.Tier == policy.TierSoft || (d.Tier == policy.TierHard && hardOK) {
+				ev.Decision = policy.Allow(rule)
+				g.record(ctx, ev, Allowed, by, nil)
 				return nil
 			}
-		}
-		v, fault := g.callOnCall(ctx, ev)
-		if fault != nil {
-			return g.fail(ctx, ev, fault)
-		}
-		switch v {
-		case Allow:
-			ev.Decision = policy.Allow(ruleOnCallAllow)
-			g.record(ctx, ev, Allowed, ByOnCall, nil)
-			return nil
-		case TrustSite:
-			c := ev.Caller()
-			if _, loaded := g.trustedSites.LoadOrStore(siteKey{c.File, c.Line}, struct{}{}); !loaded {
-				g.trustedN.Add(1)
-			}
-			ev.Decision = policy.Allow(ruleTrustedSite)
-			g.record(ctx, ev, Allowed, ByTrustSite, nil)
-			return nil
-		case Deny:
+			ev.Decision, decided = d, true
+		case v == Deny:
+			// A callback may name its own rule (ev.Decision set to a
+			// denial) so the error teaches that instead.
 			if ev.Decision.Allowed || ev.Decision.Rule == nil {
 				ev.Decision = policy.Deny(policy.TierHard, ruleOnCallDeny, "")
 			}
-			decided, skipRescue = true, true
-		case Continue:
+			decided, onCallDeny = true, true
+		case v == Continue:
 		default:
 			ev.Decision = policy.Deny(policy.TierFault, ruleFault, "OnCall returned an unknown verdict")
-			decided, skipRescue = true, true
+			decided, onCallDeny = true, true
 		}
 	}
 	if !decided {
@@ -104,12 +108,12 @@ func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
 	}
 
 	by := ByPolicy
-	if skipRescue {
+	if onCallDeny {
 		by = ByOnCall
 	}
 	t := ev.Decision.Tier
 	rescuable := t == policy.TierSoft || (t == policy.TierHard && g.rescueHard)
-	if rescuable && !skipRescue && g.beforeDeny != nil {
+	if rescuable && !onCallDeny && g.beforeDeny != nil {
 		ok, fault := g.callBeforeDeny(ctx, ev)
 		if fault != nil {
 			return g.fail(ctx, ev, fault)
@@ -119,7 +123,11 @@ func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
 			return nil
 		}
 	}
-	if mode == Warn && (t == policy.TierSoft || t == policy.TierHard) {
+	// Warn carries out what the policy merely does not allow; a hard-tier
+	// denial (a protected name, an explicit deny, a special-purpose
+	// address) is still refused unless the host opted in for the protocol,
+	// and an OnCall Deny is always a denial.
+	if mode == Warn && !onCallDeny && (t == policy.TierSoft || (t == policy.TierHard && g.warnHard(ev.Protocol))) {
 		g.record(ctx, ev, Warned, ByWarnMode, nil)
 		return nil
 	}

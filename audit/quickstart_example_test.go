@@ -40,7 +40,7 @@ func quickstart(work string) {
 		return ev.Call != nil && ev.Call.Name == "search" // rescue the host's trusted tool
 	}))
 	ctx, release, _ := g.Enter(context.Background())
-	defer release() // revokes every handle made from ctx
+	defer release() // waits for calls in flight, then closes the files and connections and kills the children made from ctx
 
 	fsys := fsguard.New(ctx, afero.NewOsFs()) // a drop-in afero.Fs
 	fmt.Println("write inside:", afero.WriteFile(fsys, filepath.Join(work, "out.txt"), []byte("ok"), 0o644))

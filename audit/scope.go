@@ -18,6 +18,12 @@ type Scope struct {
 	restrict []*policy.Policy // narrowing policies, outermost first
 	entered  string           // "file.go:12 pkg.Func" of the Enter call
 	closed   atomic.Bool
+	trust    siteTrust // call sites OnCall trusted in this scope (trust.go)
+
+	// life is what release waits for and closes (release.go); releaseMu
+	// makes a second release wait for the first.
+	life      lifetime
+	releaseMu sync.Mutex
 
 	// done is closed when this scope or one it is nested in is released;
 	// children are the open scopes nested in this one, closed with it.
@@ -42,7 +48,12 @@ func From(ctx context.Context) *Scope {
 
 // Enter opens a scope of g on ctx: the Go form of fastaudit's
 // `with audit_perms():`. Call release when the guarded work is over;
-// release is idempotent.
+// release is idempotent. Release denies new calls, waits for calls in
+// flight (up to DefaultReleaseWait, or WithReleaseWait), then closes every
+// file and connection made through the scope (unless WithKeepHandles),
+// kills every child started from it and closes its root handles; see
+// release.go and docs/threat-model.md for the line between "after
+// release" and "leaked".
 //
 // Entering the same guard again nests a scope; entering a different guard
 // inside a scope (open or released) is denied, whatever the callbacks say,
@@ -51,6 +62,9 @@ func From(ctx context.Context) *Scope {
 func (g *Guard) Enter(ctx context.Context) (context.Context, func(), error) {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if !g.valid() {
+		return ctx, func() {}, ErrInvalidGuard
 	}
 	outer := From(ctx)
 	if outer != nil && outer.g != g {
@@ -87,16 +101,6 @@ func Restrict(ctx context.Context, p *policy.Policy) (context.Context, func(), e
 	s := &Scope{g: outer.g, id: scopeIDs.Add(1), parent: outer, restrict: r, entered: callerSite(), done: make(chan struct{})}
 	outer.adopt(s)
 	return context.WithValue(ctx, scopeKey{}, s), s.release, nil
-}
-
-func (s *Scope) release() {
-	s.closed.Store(true)
-	s.finish()
-	if s.parent != nil {
-		s.parent.mu.Lock()
-		delete(s.parent.children, s)
-		s.parent.mu.Unlock()
-	}
 }
 
 // adopt links an open nested scope, so releasing s ends it too.

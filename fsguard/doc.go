@@ -23,4 +23,23 @@
 // wrapping an *audit.DenyError, so errors.Is(err, fs.ErrPermission) and
 // errors.As work (os.IsPermission does not: it looks only for an errno one
 // level down). A denied call changes nothing.
+//
+// Open, OpenFile and Create return a *File: reads and writes through it are
+// not re-checked (the decision was made at open), but Chmod, Chown and
+// Truncate are checked where the file is now, and Chdir (which would move
+// the whole process) is a hard denial. The raw *os.File is not reachable
+// from a *File; WithRawFiles opts out and returns the base's files.
+// Release of the scope closes every *File still open and the handle's root
+// descriptors (docs/threat-model.md says what is "after release" and what
+// is "leaked").
+//
+// # Not guaranteed
+//
+//   - Reads and writes through an open file are not re-checked when the
+//     policy changes or the file is moved.
+//   - Files from a handle made WithRawFiles, and descriptors passed to other
+//     processes, are neither guarded nor closed at release.
+//   - Other bases than the OS get the same decisions, but not the os.Root
+//     pinning: a link swapped in between check and use is followed.
+//   - See docs/threat-model.md for the whole list.
 package fsguard

@@ -49,6 +49,7 @@ type options struct {
 	dir             string
 	symlinkAnywhere bool
 	multiLinkWrites bool
+	rawFiles        bool
 }
 
 // WithDir sets the handle's initial working directory (the process's
@@ -68,6 +69,14 @@ func WithSymlinkTargetsAnywhere() Option { return func(o *options) { o.symlinkAn
 // outside the roots.
 func WithMultiLinkWrites() Option { return func(o *options) { o.multiLinkWrites = true } }
 
+// WithRawFiles opts out of guarded files: Open, OpenFile and Create return
+// the base's own files (an *os.File for the OS base) instead of a *File.
+// Their Chmod, Chown, Truncate and Chdir are then not checked, and release
+// of the scope does not close them: they are the host's to close, and
+// anything done through them after release is, in docs/threat-model.md's
+// terms, leaked rather than after release.
+func WithRawFiles() Option { return func(o *options) { o.rawFiles = true } }
+
 // New returns a guarded view of base that checks every call against the
 // guard scope ctx carries (audit.From). Without a scope every call is
 // denied with audit.ErrNoScope; once the scope is released every call is
@@ -85,6 +94,11 @@ func New(ctx context.Context, base afero.Fs, opts ...Option) *Fs {
 	f.lr, _ = base.(afero.LinkReader)
 	f.ln, _ = base.(afero.Linker)
 	f.initPure()
+	if f.scope != nil && f.isOS {
+		// The scope's release closes the root handles this Fs opens, so a
+		// handle nobody Closes costs no descriptor past its scope.
+		_ = f.scope.TrackCleanup(&rootsEnd{c: &f.roots})
+	}
 
 	dir := f.opts.dir
 	if dir == "" {
@@ -110,7 +124,9 @@ func (f *Fs) Name() string { return "fsguard(" + f.base.Name() + ")" }
 func (f *Fs) Getwd() (string, error) { return *f.cwd.Load(), nil }
 
 // Close releases the os.Root handles the Fs keeps on write roots. The Fs
-// stays usable; handles are reopened on demand.
+// stays usable; handles are reopened on demand. Release of the scope closes
+// them too (and for good), so a handle that is never closed costs no
+// descriptor once its scope is released.
 func (f *Fs) Close() error { return f.roots.closeAll() }
 
 func (f *Fs) getwd() string { return *f.cwd.Load() }

@@ -222,6 +222,20 @@ func TestModes(t *testing.T) {
 			t.Fatalf("want a would-deny record, got %+v", rs)
 		}
 	})
+	t.Run("warn refuses a protected name", func(t *testing.T) {
+		ctx, _, rec := enter(t, policy.Spec{WriteRoots: []string{root}}, audit.WithMode(audit.FS, audit.Warn))
+		g := fsguard.New(ctx, afero.NewOsFs())
+		err := afero.WriteFile(g, filepath.Join(root, ".bashrc"), []byte("w"), 0o644)
+		if !errors.Is(err, fs.ErrPermission) {
+			t.Fatalf("warn mode wrote .bashrc: err = %v", err)
+		}
+		if b, err := os.ReadFile(filepath.Join(root, ".bashrc")); err != nil || string(b) != "# rc\n" {
+			t.Fatalf(".bashrc changed by a refused write: %q, %v", b, err)
+		}
+		if rs := rec.Records(); len(rs) == 0 || rs[len(rs)-1].Outcome != audit.Denied {
+			t.Fatalf("want a denial record, got %+v", rs)
+		}
+	})
 	t.Run("off passes through", func(t *testing.T) {
 		ctx, _, rec := enter(t, policy.Spec{WriteRoots: []string{root}}, audit.WithMode(audit.FS, audit.Off))
 		g := fsguard.New(ctx, afero.NewOsFs(), fsguard.WithDir(outside))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +51,32 @@ func (f *Fs) single(op policy.Op, opName, name string, follow, linkRule bool, fl
 	return r, cwd, nil
 }
 
+// badName returns the error the OS gives for a name no system call can
+// take, before anything is resolved or checked: ENOENT for an empty name
+// (os.Open("") does not open the working directory) and EINVAL for a name
+// holding a NUL byte (the kernel would see a shorter name). Every method
+// answers both exactly as afero.OsFs does.
+func badName(op, name string) error {
+	if name == "" {
+		return pathErr(op, name, syscall.ENOENT)
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return pathErr(op, name, syscall.EINVAL)
+	}
+	return nil
+}
+
+// badNames is badName for two-name calls, as an *os.LinkError. A symbolic
+// link's target may be any string but an empty one or one with a NUL.
+func badNames(op, oldname, newname string) error {
+	for _, n := range []string{oldname, newname} {
+		if err := badName(op, n); err != nil {
+			return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err.(*fs.PathError).Err}
+		}
+	}
+	return nil
+}
+
 // absAt makes name absolute against cwd, without cleaning it.
 func absAt(name, cwd string) string {
 	if len(name) > 0 && name[0] == '/' {
@@ -74,6 +101,21 @@ func (f *Fs) Open(name string) (afero.File, error) {
 // unless O_NOFOLLOW is given) and, on the OS, carried out through the write
 // root's os.Root.
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("open", name); err != nil {
+		return nil, err
+	}
+	abs := f.abs(name)
+	fl, err := f.openFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f.guardFile(fl, name, abs)
+}
+
+func (f *Fs) openFile(name string, flag int, perm os.FileMode) (afero.File, error) {
 	if f.off() {
 		if err := f.offErr("open", name); err != nil {
 			return nil, err
@@ -144,6 +186,12 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 
 // Stat returns the information of where name resolves (links followed).
 func (f *Fs) Stat(name string) (os.FileInfo, error) {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("stat", name); err != nil {
+		return nil, err
+	}
 	if f.off() {
 		if err := f.offErr("stat", name); err != nil {
 			return nil, err
@@ -166,6 +214,12 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 // final symbolic link, when the base can; the bool reports whether Lstat was
 // used.
 func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("lstat", name); err != nil {
+		return nil, false, err
+	}
 	var a string
 	if f.off() {
 		if err := f.offErr("lstat", name); err != nil {
@@ -195,6 +249,12 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 
 // ReadlinkIfPossible returns the target of the symbolic link name.
 func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("readlink", name); err != nil {
+		return "", err
+	}
 	var a string
 	if f.off() {
 		if err := f.offErr("readlink", name); err != nil {
@@ -216,6 +276,12 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 
 // Mkdir creates the directory name: a create of the new entry.
 func (f *Fs) Mkdir(name string, perm os.FileMode) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("mkdir", name); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr("mkdir", name); err != nil {
 			return err
@@ -238,6 +304,12 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 // create is checked; if any is denied, none is created. When nothing is
 // missing it is a read of the existing directory.
 func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("mkdir", name); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr("mkdir", name); err != nil {
 			return err
@@ -293,6 +365,12 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 // Remove removes the entry name itself (a final symbolic link is removed,
 // not followed).
 func (f *Fs) Remove(name string) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("remove", name); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr("remove", name); err != nil {
 			return err
@@ -313,6 +391,24 @@ func (f *Fs) Remove(name string) error {
 // remove is checked first (symbolic links are removed, not followed); if
 // any is denied, nothing is removed.
 func (f *Fs) RemoveAll(name string) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("removeall", name); err != nil {
+		// os.RemoveAll answers these its own way: nil for "" (Go issue
+		// 28830), and its unlinkat's EINVAL for a NUL, which no system
+		// call ever sees (so asking it has no effect).
+		if name == "" {
+			if serr := f.scope.Err(); serr != nil {
+				return pathErr("removeall", name, serr)
+			}
+			return nil
+		}
+		if f.isOS {
+			return os.RemoveAll(name)
+		}
+		return err
+	}
 	if f.off() {
 		if err := f.offErr("removeall", name); err != nil {
 			return err
@@ -383,6 +479,12 @@ func (f *Fs) walkTree(dir string, fn func(path string)) error {
 // at its old and its new place, so a protected name cannot be moved out
 // from under its protection or into it.
 func (f *Fs) Rename(oldname, newname string) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badNames("rename", oldname, newname); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr("rename", oldname); err != nil {
 			return f.renameLinkErr(err, "rename", oldname, newname)
@@ -419,6 +521,12 @@ func (f *Fs) Rename(oldname, newname string) error {
 // file that already has more than one name is denied by default. Only the
 // OS base supports hard links.
 func (f *Fs) Link(oldname, newname string) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badNames("link", oldname, newname); err != nil {
+		return err
+	}
 	if !f.isOS {
 		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: ErrNoHardLink}
 	}
@@ -520,6 +628,12 @@ func (f *Fs) twoNames(a, b string,
 // the new entry and, unless WithSymlinkTargetsAnywhere, of where oldname
 // resolves from the new link's own directory.
 func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badNames("symlink", oldname, newname); err != nil {
+		return err
+	}
 	if f.ln == nil && !f.isOS {
 		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: afero.ErrNoSymlink}
 	}
@@ -587,6 +701,12 @@ func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
 }
 
 func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBase func(string) error) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName(opName, name); err != nil {
+		return err
+	}
 	if f.off() {
 		if err := f.offErr(opName, name); err != nil {
 			return err
@@ -619,6 +739,12 @@ func (f *Fs) carryOut(r resolved, opName, name string, inRoot func(*os.Root, str
 // Chdir changes the handle's working directory (not the process's): a
 // chdir checked on the destination, which must be a directory.
 func (f *Fs) Chdir(dir string) error {
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	if err := badName("chdir", dir); err != nil {
+		return err
+	}
 	// In Off mode check passes (after the scope rules); the destination is
 	// still resolved and must be a directory.
 	r, _, err := f.single(policy.OpChdir, "chdir", dir, true, false, 0)

@@ -18,7 +18,23 @@ type rootCache struct {
 	mu    sync.Mutex
 	roots atomic.Pointer[map[string]*rootHandle]
 	snap  atomic.Pointer[rootsSnap]
+	ended bool // the scope was released: nothing is opened again (under mu)
 }
+
+// rootsEnd is what the scope's release closes: the cache's handles, for
+// good.
+type rootsEnd struct{ c *rootCache }
+
+func (e *rootsEnd) Close() error {
+	e.c.mu.Lock()
+	e.c.ended = true
+	e.c.mu.Unlock()
+	return e.c.closeAll()
+}
+
+// errRootsEnded is returned for a root asked for after the scope ended; the
+// call is denied by the scope check anyway.
+var errRootsEnded = errors.New("fsguard: the scope was released")
 
 // rootHandle is an os.Root on a write root, and a directory descriptor on
 // the same directory for the openat2 fast paths (fast_linux.go).
@@ -58,6 +74,9 @@ func (c *rootCache) get(dir string) (*rootHandle, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ended {
+		return nil, errRootsEnded
+	}
 	old := map[string]*rootHandle{}
 	if m := c.roots.Load(); m != nil {
 		if h := (*m)[dir]; h != nil {

@@ -36,8 +36,18 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	res, dbl := d.Resolver, doubleOf(ctx)
-	if dbl != nil {
+	s := audit.From(ctx)
+	if s.Begin() == nil {
+		defer s.End()
+	}
+	c, err := d.decideAndDial(ctx, network, address)
+	return track(s, network, c, err)
+}
+
+// decideAndDial runs the pipeline once, then dials what it granted.
+func (d *Dialer) decideAndDial(ctx context.Context, network, address string) (net.Conn, error) {
+	res := d.Resolver
+	if dbl := doubleOf(ctx); dbl != nil {
 		res = dbl // a test double answers lookups and connects (double.go)
 	}
 	g, err := authorize(ctx, policy.OpConnect, network, address, res, "")

@@ -241,9 +241,11 @@ func TestBeforeDenyTiers(t *testing.T) {
 	if _, err := (&Dialer{}).DialContext(ctx, "tcp", "127.1:"+srv.port); denyTier(t, err) != policy.TierInvalid {
 		t.Fatalf("invalid input: %v", err)
 	}
-	// OnCall Allow cannot make invalid input dialable either.
-	ctx, _ = enter(t, nil, audit.WithOnCall(func(context.Context, *audit.Event) audit.Verdict { return audit.Allow }))
-	if _, err := (&Dialer{}).DialContext(ctx, "tcp", "127.1:"+srv.port); err == nil || errors.Is(err, fs.ErrPermission) {
+	// OnCall Allow cannot overturn invalid input either: callbacks never
+	// outrank it.
+	ctx, _ = enter(t, nil, audit.WithOnCall(func(context.Context, *audit.Event) audit.Verdict { return audit.Allow }),
+		audit.WithRescueHard(), audit.WithTrustSiteHard())
+	if _, err := (&Dialer{}).DialContext(ctx, "tcp", "127.1:"+srv.port); denyTier(t, err) != policy.TierInvalid {
 		t.Fatalf("invalid input after OnCall Allow: %v", err)
 	}
 }
@@ -251,10 +253,30 @@ func TestBeforeDenyTiers(t *testing.T) {
 func TestWarnAndOffModes(t *testing.T) {
 	srv := newServer(t, "tcp", "127.0.0.1:0")
 	addr := "127.0.0.1:" + srv.port
+	// Loopback is a special-purpose range: a hard-tier denial, which Warn
+	// still refuses. The metadata address likewise; the probe aborts any
+	// connect the guard would let through, so nothing leaves the host.
 	ctx, rec := enter(t, nil, audit.WithMode(audit.Net, audit.Warn))
+	if _, err := (&Dialer{}).DialContext(ctx, "tcp", addr); denyTier(t, err) != policy.TierHard {
+		t.Fatalf("warn mode carried out a hard-tier dial: %v", err)
+	}
+	pr := &probe{}
+	md := &Dialer{}
+	md.Base.ControlContext = pr.control
+	if _, err := md.DialContext(ctx, "tcp", "169.254.169.254:80"); denyTier(t, err) != policy.TierHard {
+		t.Fatalf("warn mode carried out a dial to the metadata address: %v", err)
+	}
+	if seen := pr.addresses(); len(seen) != 0 || srv.accepted.Load() != 0 {
+		t.Fatalf("warn mode connected: probe saw %v, server accepted %d", seen, srv.accepted.Load())
+	}
+	if rs := rec.Records(); len(rs) != 2 || rs[0].Outcome != audit.Denied {
+		t.Fatalf("records %+v", rs)
+	}
+	// With the per-protocol opt-in, Warn carries it out and records it.
+	ctx, rec = enter(t, nil, audit.WithMode(audit.Net, audit.Warn), audit.WithWarnHard(audit.Net))
 	conn, err := (&Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
-		t.Fatalf("warn mode: %v", err)
+		t.Fatalf("warn mode with WithWarnHard: %v", err)
 	}
 	conn.Close()
 	if rs := rec.Records(); len(rs) != 1 || rs[0].Outcome != audit.Warned {

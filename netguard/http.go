@@ -78,6 +78,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ev := &audit.Event{Protocol: audit.Net, Op: policy.OpConnect, Target: req.URL.Host, Detail: "http"}
 		return nil, audit.Check(ctx, ev, nil)
 	}
+	// The round trip is a call in flight: release waits for the response
+	// (up to its deadline) before it closes the scope's connections.
+	if s.Begin() == nil {
+		defer s.End()
+	}
 	// net/http dials from its pool's goroutine: carry the requesting code's
 	// stack so denials name it rather than net/http.
 	ctx = audit.WithCallerStack(ctx, "net/http.")

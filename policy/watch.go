@@ -55,7 +55,9 @@ const (
 	WatchRejected
 	// WatchRemoved: the file is gone; the last good policy stays in force.
 	WatchRemoved
-	// WatchFailed: the file watcher itself reported an error.
+	// WatchFailed: the file watcher itself reported an error, or the
+	// watched directory was removed or replaced and could not be watched
+	// again (reported once; the watch is re-armed when it comes back).
 	WatchFailed
 )
 
@@ -143,6 +145,7 @@ type Watcher struct {
 	abs    []string // the same, absolute, for reading: a later Chdir does not move them
 	fsw    *fsnotify.Watcher
 	names  map[string]bool // absolute paths of the watched files
+	dirs   map[string]bool // their directories; true while the watch on one is lost (rearm)
 
 	current atomic.Pointer[File]
 	last    [][]byte // contents last read, to skip reloads that change nothing
@@ -159,12 +162,16 @@ type Watcher struct {
 // is followed. Changes are debounced; each reload is validated in full
 // before it is swapped in. An invalid edit keeps the last good policy and is
 // reported (WithOnError, WithOnEvent and the logger); so does removing the
-// file. Watch fails if the first load fails. Close stops the watcher.
+// file. The directory itself may be removed and recreated or replaced by a
+// rename: the watch is re-armed on the new one (its parent is watched too,
+// to see it come back); while it is missing, one WatchFailed is reported and
+// logged, and the last good policy stays in force. Watch fails if the first
+// load fails. Close stops the watcher.
 func Watch(path string, target Swapper, opts ...WatchOption) (*Watcher, error) {
 	if target == nil {
 		return nil, errors.New("policy: Watch needs a target")
 	}
-	w := &Watcher{target: target, done: make(chan struct{}), names: map[string]bool{}}
+	w := &Watcher{target: target, done: make(chan struct{}), names: map[string]bool{}, dirs: map[string]bool{}}
 	w.cfg.debounce = DefaultDebounce
 	for _, o := range opts {
 		o(&w.cfg)
@@ -200,6 +207,13 @@ func Watch(path string, target Swapper, opts ...WatchOption) (*Watcher, error) {
 		if err := fsw.Add(dir); err != nil {
 			fsw.Close()
 			return nil, fmt.Errorf("policy: watch %s: %w", dir, err)
+		}
+		w.dirs[dir] = false
+		// The directory's parent too, best effort: it reports the directory
+		// being removed, renamed away or put back, so the watch can be
+		// re-armed on the new directory (rearm).
+		if up := filepath.Dir(dir); up != dir {
+			_ = fsw.Add(up)
 		}
 	}
 
@@ -257,7 +271,11 @@ func (w *Watcher) run() {
 			if !ok {
 				return
 			}
-			if !w.relevant(ev) {
+			if _, ok := w.dirs[ev.Name]; ok {
+				// The directory itself was removed, renamed or (re)created:
+				// the watch on it follows the old inode, so re-arm it.
+				w.rearm(ev.Name)
+			} else if !w.relevant(ev) {
 				continue
 			}
 			now := time.Now()
@@ -288,6 +306,29 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		return true
 	}
 	return strings.HasPrefix(filepath.Base(ev.Name), "..")
+}
+
+// rearm replaces the watch on dir with one on whatever directory now has
+// its name. When there is none (it was removed and not put back yet), the
+// watcher reports WatchFailed once and logs once; the last good policy
+// stays in force, and the directory's parent watch re-arms it when it
+// comes back. A successful re-arm after a failure is logged, and the
+// reload that follows reads the files anew.
+func (w *Watcher) rearm(dir string) {
+	_ = w.fsw.Remove(dir) // the old watch may already be gone
+	lost := w.dirs[dir]
+	if err := w.fsw.Add(dir); err != nil {
+		if !lost {
+			w.dirs[dir] = true
+			w.last = nil
+			w.fail(WatchFailed, fmt.Errorf("policy: watch %s: the directory was removed or replaced and cannot be watched again (%w); edits are not seen until it is back", dir, err))
+		}
+		return
+	}
+	if lost {
+		w.dirs[dir] = false
+		w.cfg.logger.Info("auditguard: policy directory is back; watching it again", "dir", dir)
+	}
 }
 
 func (w *Watcher) read() ([][]byte, error) {

@@ -27,6 +27,9 @@ func (c *Cmd) Start() error {
 		return errors.New("procguard: already started")
 	}
 	c.started = true
+	if s := audit.From(c.ctx); s.Begin() == nil {
+		defer s.End() // release waits for a Start in flight, then kills what it started
+	}
 	if err := c.ctx.Err(); err != nil {
 		c.closeAll(c.closeAfterStart, c.closeAfterWait)
 		return err

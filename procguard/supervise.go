@@ -25,6 +25,29 @@ type supervisor struct {
 
 	mu     sync.Mutex
 	reason error
+
+	scope *audit.Scope // whose release kills the group (rk)
+	rk    *releaseKill
+}
+
+// releaseKill is what the scope's release runs for a child still being
+// supervised: kill its group and cgroup, then wait (bounded) until the
+// leader has exited, so that when release returns nothing it started runs.
+// The leader is left unreaped for Wait.
+type releaseKill struct{ s *supervisor }
+
+// releaseExitWait bounds how long release waits for a killed leader to
+// exit (SIGKILL cannot be caught; this only covers the kernel's own delay,
+// and a process in uninterruptible sleep).
+const releaseExitWait = 2 * time.Second
+
+func (r *releaseKill) Close() error {
+	r.s.kill(audit.ErrScopeClosed)
+	deadline := time.Now().Add(releaseExitWait)
+	for !r.s.exited() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 // supervise starts watching pid's group. When ctx ends, cancel (if set)
@@ -32,7 +55,16 @@ type supervisor struct {
 // later; a timeout or the scope's release kill at once.
 func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration, cancel func() error, grace time.Duration) *supervisor {
 	s := &supervisor{pid: pid, cg: cg, done: make(chan struct{}), finished: make(chan struct{})}
-	released := audit.From(ctx).Done() // the scope's release kills what it started
+	scope := audit.From(ctx)
+	released := scope.Done() // the scope's release kills what it started
+	if scope != nil {
+		// Release kills it synchronously too, before it returns.
+		rk := &releaseKill{s: s}
+		if scope.TrackCleanup(rk) == nil {
+			s.scope = scope
+			s.rk = rk
+		}
+	}
 	if ctx.Done() == nil && timeout <= 0 && released == nil {
 		close(s.finished) // nothing to watch
 		return s
@@ -93,4 +125,11 @@ func (s *supervisor) cause() error {
 }
 
 // stop ends the watcher goroutine (it kills nothing more after this).
-func (s *supervisor) stop() { s.once.Do(func() { close(s.done) }) }
+func (s *supervisor) stop() {
+	s.once.Do(func() {
+		close(s.done)
+		if s.scope != nil {
+			s.scope.Untrack(s.rk)
+		}
+	})
+}

@@ -23,6 +23,14 @@ func (s *supervisor) kill(reason error) {
 	s.killAll()
 }
 
+// exited reports whether the leader has exited (reaped or not).
+func (s *supervisor) exited() bool {
+	if s.leaderExited() {
+		return true
+	}
+	return unix.Kill(s.pid, 0) == unix.ESRCH
+}
+
 // leaderExited reports, without reaping, whether the leader has exited.
 func (s *supervisor) leaderExited() bool {
 	var info unix.Siginfo

@@ -21,6 +21,9 @@ func (s *supervisor) killAll() { _ = syscall.Kill(-s.pid, syscall.SIGKILL) }
 
 func (s *supervisor) beforeReap() {}
 
+// exited reports whether the leader is gone (signal 0 cannot reach it).
+func (s *supervisor) exited() bool { return syscall.Kill(s.pid, 0) == syscall.ESRCH }
+
 func (s *supervisor) afterReap() {
 	s.stop()
 	<-s.finished

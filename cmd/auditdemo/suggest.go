@@ -88,6 +88,13 @@ func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 		case "would-deny":
 			s.add(r)
 		case "denied":
+			// Warn mode still refuses hard-tier calls (special-purpose
+			// addresses, protected names): they are what a warn run would
+			// have needed too, so they are suggested (or explained) alike.
+			if r.Tier == "hard" && r.DecidedBy == "policy" {
+				s.add(r)
+				continue
+			}
 			s.denied++
 		}
 	}
@@ -111,6 +118,7 @@ type logRecord struct {
 	Rule      string   `json:"rule"`
 	Source    string   `json:"source"`
 	Tier      string   `json:"tier"`
+	DecidedBy string   `json:"decided_by"`
 }
 
 // readLog parses JSON lines; blank lines are skipped, a malformed line is

@@ -9,7 +9,8 @@
 // name lookups, so no test sends a DNS query.
 //
 // The connection a dial gets is a real loopback TCP connection
-// (*net.TCPConn) whose other end the fake serves: deadlines, buffering,
+// (*net.TCPConn, inside the *netguard.Conn every guarded dial returns)
+// whose other end the fake serves: deadlines, buffering,
 // half-close and net/http behave as with a real server. Nothing leaves the
 // host: the fake listens on 127.0.0.1 for the one connection and closes the
 // listener at once.

@@ -127,9 +127,15 @@ func TestConnIsRealTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	tc, ok := c.(*net.TCPConn)
+	// The dialer hands back its tracked *netguard.Conn (release closes
+	// it); the connection underneath is the real one.
+	gc, ok := c.(*netguard.Conn)
 	if !ok {
-		t.Fatalf("%T", c)
+		t.Fatalf("%T, want *netguard.Conn", c)
+	}
+	tc, ok := gc.NetConn().(*net.TCPConn)
+	if !ok {
+		t.Fatalf("%T underneath", gc.NetConn())
 	}
 	io.WriteString(tc, "echo")
 	tc.CloseWrite()

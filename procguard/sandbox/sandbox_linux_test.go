@@ -375,7 +375,7 @@ func TestHostMountsReachPooledTrampoline(t *testing.T) {
 	if err := unix.Mount("", shared, "", unix.MS_SHARED, ""); err != nil {
 		t.Skipf("cannot make a mount shared here: %v", err)
 	}
-	SetPrewarm(false) // a fresh trampoline, made after the shared mount
+	freshPool(t) // the next trampoline is made after the shared mount
 	SetPrewarm(true)
 	if err := Prewarm(false); errors.Is(err, ErrUnavailable) {
 		t.Skipf("no sandbox here: %v", err)
@@ -403,5 +403,23 @@ func TestHostMountsReachPooledTrampoline(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(later, "file")); err != nil {
 		t.Errorf("the host's view changed: %v", err)
+	}
+}
+
+// freshPool turns the pool off and waits until no refill is in flight, so
+// no trampoline made before this point can land in it afterwards.
+func freshPool(t *testing.T) {
+	t.Helper()
+	SetPrewarm(false)
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(time.Millisecond) {
+		pool.Lock()
+		busy := pool.filling[0] || pool.filling[1]
+		pool.Unlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a pool refill did not finish")
+		}
 	}
 }

@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The watcher follows its directory being removed and recreated, or
+// replaced by a rename: the watch is re-armed on the new directory and
+// later edits are seen. While the directory is gone it reports WatchFailed
+// once and keeps the last good policy.
+func TestWatchSurvivesItsDirectoryBeingReplaced(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace func(t *testing.T, dir, content string)
+	}{
+		{"removed and recreated", func(t *testing.T, dir, content string) {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeAtomic(t, filepath.Join(dir, "policy.toml"), content)
+		}},
+		{"replaced by a rename", func(t *testing.T, dir, content string) {
+			next := dir + ".next"
+			if err := os.Mkdir(next, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeInPlace(t, filepath.Join(next, "policy.toml"), content)
+			if err := os.Rename(dir, dir+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(next, dir); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			dir := filepath.Join(base, "conf")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			a, b, c := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
+			path := filepath.Join(dir, "policy.toml")
+			writeInPlace(t, path, fsPolicy(a))
+			h := newHarness(t)
+			var tg fakeTarget
+			w, err := Watch(path, &tg, h.opts()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			h.wait(WatchLoaded, allows(a))
+
+			tt.replace(t, dir, fsPolicy(b))
+			h.wait(WatchReloaded, allows(b))
+			// The re-armed watch sees an edit in the new directory.
+			writeAtomic(t, path, fsPolicy(c))
+			h.wait(WatchReloaded, allows(c))
+			if !tg.p.Load().CheckPath(OpWrite, c+"/x", "").Allowed {
+				t.Fatal("the edit after the replacement is not in force")
+			}
+		})
+	}
+}
+
+func TestWatchDirectoryGoneFailsOnceAndKeepsLastGood(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "conf")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	path := filepath.Join(dir, "policy.toml")
+	writeInPlace(t, path, fsPolicy(a))
+	h := newHarness(t)
+	var tg fakeTarget
+	w, err := Watch(path, &tg, h.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	h.wait(WatchLoaded, nil)
+	good := tg.p.Load()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	ev := h.wait(WatchFailed, nil)
+	if ev.Err == nil || ev.File.Policy != good || tg.p.Load() != good {
+		t.Fatalf("WatchFailed: err %v, last good kept %v", ev.Err, tg.p.Load() == good)
+	}
+	// Put back later: watched again, loaded again, and no second failure.
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, path, fsPolicy(b))
+	for {
+		ev := h.next()
+		if ev.Kind == WatchFailed {
+			t.Fatalf("a second WatchFailed: %v", ev.Err)
+		}
+		if ev.Kind == WatchReloaded && allows(b)(ev) {
+			break
+		}
+	}
+}
