@@ -15,6 +15,7 @@ var libraryPackages = []string{
 	"github.com/auditguard/auditguard/fsguard.",
 	"github.com/auditguard/auditguard/procguard.",
 	"github.com/auditguard/auditguard/netguard.",
+	"github.com/auditguard/auditguard/isolate.",
 }
 
 func isLibraryFrame(f runtime.Frame, skip []string) bool {

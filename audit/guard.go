@@ -96,6 +96,7 @@ type Guard struct {
 	recorder   *Recorder
 	logAllows  bool
 	rescueHard bool
+	recordHook func(context.Context, Record)
 
 	trustedSites sync.Map // call site (file, line) -> struct{}
 	trustedN     atomic.Int32
