@@ -79,6 +79,7 @@ func init() {
 		}
 	})
 	isolate.MustRegister("sleep", func(ctx context.Context, d time.Duration) (struct{}, error) {
+		fmt.Println("sleeping") // tells the test the call runs
 		time.Sleep(d)
 		return struct{}{}, nil
 	})
