@@ -2,6 +2,7 @@ package isolate_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -154,3 +155,5 @@ func fdCount(t testing.TB) int {
 	}
 	return n
 }
+
+func errorsAs[T error](err error, target *T) bool { return errors.As(err, target) }
