@@ -33,7 +33,7 @@ func setup(t testing.TB, opts ...audit.Option) *env {
 		t.Fatal(err)
 	}
 	pol, err := policy.New(policy.Spec{WriteRoots: []string{dir},
-		Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "sleep"}}}})
+		Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: "sleep"}, {Program: "true"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
