@@ -34,6 +34,8 @@ const usage = `usage:
                                                run a command under procguard and print the decision
   auditdemo suggest --log FILE [--policy FILE] print the narrowest TOML additions that would allow
                                                the would-deny events of a Warn-mode log
+  auditdemo gocode [--cache DIR]               build and run an over-eager generated Go program in
+                                               the sandbox (isolate.RunGo) and show what was refused
 `
 
 // run dispatches a command line and returns the exit status.
@@ -50,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdout, stderr)
 	case "suggest":
 		return cmdSuggest(args[1:], stdout, stderr)
+	case "gocode":
+		return cmdGocode(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
