@@ -18,8 +18,8 @@ const jeevesLow, jeevesHigh = 100 * time.Millisecond, 300 * time.Millisecond
 func echo(_ context.Context, s string) (string, error) { return "echo: " + s, nil }
 
 // BenchmarkCall compares a direct call of a trivial function with the
-// same function isolated (a sandboxed child, a trampoline ready in the
-// pool), and, as the floor of any sandboxed start on this machine,
+// same function isolated (a sandboxed child ready in isolate's pool, the
+// steady state of a host whose calls are not all made at once), and, as the floor of any sandboxed start on this machine,
 // procguard running /bin/true in the same sandbox, in one loop: each
 // iteration makes one of each, the first side rotating. Metrics are
 // medians: direct-ns, isolated-ms, sandbox-true-ms, isolated/direct
@@ -61,11 +61,14 @@ func BenchmarkCall(b *testing.B) {
 				}
 			},
 		}
-		// Between sides, untimed: let the pool's next trampoline start
-		// outside the timed calls.
+		// Between sides, untimed: let the pools' next trampoline and
+		// child start outside the timed calls.
 		for k := range sides {
 			sides[(k+i)%len(sides)]()
 			_ = sandbox.Prewarm(false)
+			if err := isolate.Prewarm(e.ctx, "echo"); err != nil {
+				b.Fatal(err)
+			}
 		}
 		i++
 	}
@@ -86,4 +89,32 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkCallBackToBack makes calls one right after the other, so each
+// waits for the child the previous one left starting: the cost of a host
+// that calls without pause. cold is the same with the pool of ready
+// children off: a sandbox and a start of the binary per call.
+func BenchmarkCallBackToBack(b *testing.B) {
+	e := setup(b)
+	for _, pooled := range []bool{true, false} {
+		name := "pooled"
+		if !pooled {
+			name = "cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			isolate.SetPool(pooled)
+			defer isolate.SetPool(true)
+			var ds []time.Duration
+			for b.Loop() {
+				var out string
+				t0 := time.Now()
+				if err := isolate.Call(e.ctx, "echo", "x", &out); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(t0))
+			}
+			b.ReportMetric(float64(median(ds).Microseconds())/1000, "median-ms")
+		})
+	}
 }

@@ -1,7 +1,6 @@
 package isolate
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,72 +147,56 @@ func Call(ctx context.Context, name string, in, out any, opts ...Option) error {
 	return call(ctx, scope, e, append(reqLine, '\n'), out, &o)
 }
 
-// call starts the child, serves it and classifies how it ended.
+// call takes a ready child (or starts one), serves it and classifies how
+// it ended. The call's own watcher enforces the timeout and the caller's
+// context; procguard's supervisor kills the child when the scope is
+// released.
 func call(ctx context.Context, scope *audit.Scope, e *entry, reqLine []byte, out any, o *options) error {
-	exe, err := hostExecutable()
-	if err != nil {
-		return &Error{Name: e.name, Kind: Setup, Err: err}
-	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return &Error{Name: e.name, Kind: Setup, Err: err}
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return &Error{Name: e.name, Kind: Setup, Err: err}
-	}
-	defer inW.Close()
-	defer outR.Close()
-	tail := &tailBuffer{max: 64 << 10}
-	var stderr io.Writer = tail
-	if o.stderr != nil {
-		stderr = io.MultiWriter(tail, o.stderr)
-	}
-	pol := scope.Policies()[0]
-	es := pol.Exec()
-	wd, _ := os.Getwd()
-	home, tmp := es.Home, es.TmpDir
-	if home == "" {
-		home = wd
-	}
-	if tmp == "" {
-		tmp = wd
-	}
-	env, _ := pol.ExecEnv(policy.ExecEnvInput{Host: os.Environ(), Set: o.env, Home: home, Tmp: tmp})
-	timeout := o.timeout
-	if timeout < 0 {
-		timeout = 0
-	}
-	hp, err := procguard.StartHost(ctx, &procguard.HostCommand{
-		Path: exe, Args: []string{childArg0, e.name}, Env: env,
-		Stdin: inR, Stdout: outW, Stderr: stderr,
-		Timeout: timeout, Limits: o.limits, WaitDelay: time.Second,
-	})
-	inR.Close() // the child has its copies
-	outW.Close()
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return &Error{Name: e.name, Kind: Canceled, Err: cerr}
+	env := childEnv(scope, o.env)
+	key := keyOf(e.name, scope, env, o.limits)
+	p := takeReady(key)
+	if p == nil {
+		var err error
+		if p, err = startProc(context.WithoutCancel(ctx), key, env, o.limits); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return &Error{Name: e.name, Kind: Canceled, Err: cerr}
+			}
+			return &Error{Name: e.name, Kind: Setup, Err: err}
 		}
-		return &Error{Name: e.name, Kind: Setup, Err: err}
+		p.cold = true
 	}
-	remote := fmt.Sprintf("isolate %s#%d pid %d", e.name, callSeq.Add(1), hp.Process.Pid)
+	defer p.close()
+	p.stderr.set(o.stderr)
+	// The next call of this function in this scope finds a child ready;
+	// it starts once this one is over, not while it runs.
+	defer refill(context.WithoutCancel(ctx), key, env, o.limits, true)
 
-	// A write only blocks while the child runs and does not read; the
-	// timeout, cancel or its death ends that.
-	_, _ = inW.Write(reqLine)
-	final, overflow := serveHost(ctx, scope, remote, outR, inW, o)
-	inW.Close()
+	hp := p.hp
+	remote := fmt.Sprintf("isolate %s#%d pid %d", e.name, callSeq.Add(1), hp.Process.Pid)
+	w := watch(ctx, hp, o.timeout)
+	var final *message
+	overflow := false
+	// A cold child is waited for until it is ready (the watcher bounds
+	// that); one that fails first has its failure as the outcome.
+	if !p.cold || p.awaitReady() {
+		// A write only blocks while the child runs and does not read;
+		// the timeout, cancel or its death ends that.
+		_, _ = p.inW.Write(reqLine)
+		p.lr.N = o.maxOutput
+		final, overflow = serveHost(ctx, scope, remote, p.dec, p.lr, p.inW, o)
+	} else if p.early != nil && isOutcome(p.early.T) {
+		final = p.early
+	}
+	p.inW.Close()
 	if overflow {
 		_ = hp.Process.Kill()
 	}
+	cause := w.stop()
 	werr := hp.Wait()
 	if o.conf != nil {
 		*o.conf = hp.Confinement
 	}
-	res := classify(e.name, final, werr, hp, tail.String(), o)
+	res := classify(e.name, final, cause, werr, hp, p.tail.String(), o)
 	if overflow && res == nil {
 		res = &Error{Name: e.name, Kind: BadResult, Msg: fmt.Sprintf("the child sent more than %d bytes", o.maxOutput)}
 	}
@@ -228,12 +211,63 @@ func call(ctx context.Context, scope *audit.Scope, e *entry, reqLine []byte, out
 	return nil
 }
 
+// childEnv is the environment of a child: what the scope's policy lets a
+// child have, plus the call's Env.
+func childEnv(scope *audit.Scope, set []string) []string {
+	pol := scope.Policies()[0]
+	es := pol.Exec()
+	wd, _ := os.Getwd()
+	env, _ := pol.ExecEnv(policy.ExecEnvInput{Host: os.Environ(), Set: set,
+		Home: firstNonEmpty(es.Home, wd), Tmp: firstNonEmpty(es.TmpDir, wd)})
+	return env
+}
+
+// watcher kills a call's child when its timeout passes or its caller's
+// context ends, and says which.
+type watcher struct {
+	done, exited chan struct{}
+	cause        error
+}
+
+func watch(ctx context.Context, hp *procguard.HostProcess, timeout time.Duration) *watcher {
+	w := &watcher{done: make(chan struct{}), exited: make(chan struct{})}
+	go func() {
+		defer close(w.exited)
+		var timer <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-w.done:
+			return
+		case <-ctx.Done():
+			w.cause = ctx.Err()
+		case <-timer:
+			w.cause = errTimedOut
+		}
+		// The sandbox's init is pid 1 of the call's pid namespace: its
+		// death ends every process of the call.
+		_ = hp.Process.Kill()
+	}()
+	return w
+}
+
+var errTimedOut = errors.New("timed out")
+
+// stop ends the watcher before the child is reaped, so no kill can reach
+// a reaped pid, and returns why it killed (nil if it did not).
+func (w *watcher) stop() error {
+	close(w.done)
+	<-w.exited
+	return w.cause
+}
+
 // serveHost reads the child's messages until it closes its side: it
 // answers asks with the host's callbacks, replays records, passes on
 // stdout, and returns the last outcome message.
-func serveHost(ctx context.Context, scope *audit.Scope, remote string, r io.Reader, w io.Writer, o *options) (final *message, overflow bool) {
-	lr := &io.LimitedReader{R: r, N: o.maxOutput}
-	dec := json.NewDecoder(bufio.NewReaderSize(lr, 64<<10))
+func serveHost(ctx context.Context, scope *audit.Scope, remote string, dec *json.Decoder, lr *io.LimitedReader, w io.Writer, o *options) (final *message, overflow bool) {
 	enc := json.NewEncoder(w)
 	for {
 		var m message
@@ -274,8 +308,12 @@ func serveHost(ctx context.Context, scope *audit.Scope, remote string, r io.Read
 	}
 }
 
+func isOutcome(t string) bool {
+	return t == msgResult || t == msgError || t == msgPanic || t == msgFail
+}
+
 // classify turns how the child ended into nil (a result) or an *Error.
-func classify(name string, final *message, werr error, hp *procguard.HostProcess, stderr string, o *options) error {
+func classify(name string, final *message, cause, werr error, hp *procguard.HostProcess, stderr string, o *options) error {
 	if final != nil {
 		switch final.T {
 		case msgResult:
@@ -294,8 +332,10 @@ func classify(name string, final *message, werr error, hp *procguard.HostProcess
 	}
 	var ke *procguard.KilledError
 	switch {
-	case errors.As(werr, &ke) && errors.Is(ke.Cause, procguard.ErrTimeout):
+	case cause == errTimedOut:
 		base.Kind, base.Timeout = TimedOut, o.timeout
+	case cause != nil:
+		base.Kind, base.Err = Canceled, cause
 	case errors.As(werr, &ke):
 		base.Kind, base.Err = Canceled, ke.Cause
 	case hp.OutOfMemory() || strings.Contains(stderr, "runtime: out of memory"):

@@ -142,6 +142,9 @@ func serve(e *entry) int {
 		c.send(&message{T: msgFail, Fail: kind, Msg: msg})
 		return 0
 	}
+	// Ready: the host marks a pooled child usable only once it got here
+	// (its runtime and package initialisation done).
+	c.send(&message{T: msgReady})
 	dec := json.NewDecoder(bufio.NewReader(child.in))
 	var req request
 	if err := dec.Decode(&req); err != nil {

@@ -16,9 +16,9 @@ import (
 // TestParallelThenCancel: 50 calls at once all return their results; then
 // 50 calls that would sleep a minute are canceled together: each returns
 // Canceled, no process of any call survives, and the host is back to its
-// descriptors and goroutines of before. The pool of ready trampolines is
-// off here: an idle trampoline holds two descriptors and a goroutine by
-// design.
+// descriptors and goroutines of before. The pools of ready trampolines
+// and ready children are off here: an idle trampoline holds two
+// descriptors and a goroutine, a ready child a few more, by design.
 func TestParallelThenCancel(t *testing.T) {
 	n := 50
 	if raceEnabled {
@@ -27,6 +27,8 @@ func TestParallelThenCancel(t *testing.T) {
 	e := setup(t)
 	sandbox.SetPrewarm(false)
 	defer sandbox.SetPrewarm(true)
+	isolate.SetPool(false)
+	defer isolate.SetPool(true)
 	// Let what the first calls started for good (keeper threads, cgroup
 	// discovery) settle before counting.
 	if err := isolate.Call(e.callCtx(t), "echo", "warm", nil); err != nil {

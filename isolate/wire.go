@@ -31,6 +31,7 @@ type request struct {
 
 // Message types from the child.
 const (
+	msgReady  = "ready" // the child waits for its request
 	msgAsk    = "ask"
 	msgRecord = "record"
 	msgStdout = "stdout"
