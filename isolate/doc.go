@@ -38,8 +38,10 @@
 //     asked over the channel; the child never runs host callbacks.
 //   - In and Out must survive JSON: Register refuses types that cannot.
 //
-// A call costs a sandbox start (a ready trampoline waits in a pool) and
-// one start of the host binary; see docs/isolate.md for measurements.
+// Starting a child (a sandbox, then the host binary up to Register) is most
+// of a call's cost, so after a call the next child for the same function
+// and scope is started and waits, ready, in a pool: the next call only
+// sends its request (Prewarm, SetPool). See docs/isolate.md for the costs.
 //
 // # Not guaranteed
 //
@@ -53,6 +55,8 @@
 //     (the callbacks, which run in the host, still see it); the child sees
 //     the data as JSON values (map[string]any, float64...).
 //   - TrustSite verdicts hold for the rest of that call only.
+//   - Ready children are idle processes until a call, the scope's release
+//     or SetPool(false) ends them (two processes each, at most eight).
 //   - Out-of-memory is told apart from other kills only where a cgroup
 //     memory controller enforces the limit (or the Go runtime reports it).
 //
