@@ -3,7 +3,7 @@ PKGS := ./...
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: test bench fuzz demo fmt vet
+.PHONY: test bench fuzz demo fmt vet reach
 
 ## test: formatting check, go vet, and every test under the race detector
 test: fmt vet
@@ -31,3 +31,15 @@ fuzz:
 ## demo: the scripted demonstration
 demo:
 	$(GO) run ./cmd/auditdemo
+
+## reach: capslock (pinned in tools/go.mod) proves the in-process generated
+## code of cmd/auditdemo reaches files, programs and the network only
+## through the facades, and that the check sees the raw reach of the
+## generated program auditdemo runs sandboxed (docs/reach.md).
+## REACH_PKGS picks other packages to check.
+TOOLBIN ?= $(CURDIR)/.bin
+REACH_PKGS ?= ./cmd/auditdemo/gencode
+reach:
+	cd tools && $(GO) build -o $(TOOLBIN)/capslock github.com/google/capslock/cmd/capslock && $(GO) build -o $(TOOLBIN)/reach ./reach
+	$(TOOLBIN)/reach -capslock $(TOOLBIN)/capslock -map tools/reach.cm $(REACH_PKGS)
+	$(TOOLBIN)/reach -capslock $(TOOLBIN)/capslock -map tools/reach.cm -expect FILES,EXEC,NETWORK ./cmd/auditdemo/eager

@@ -24,6 +24,7 @@ var libraryPackages = []string{
 	"github.com/auditguard/auditguard/procguard/proctest.",
 	"github.com/auditguard/auditguard/netguard/nettest.",
 	"github.com/auditguard/auditguard/audittest.",
+	"github.com/auditguard/auditguard/isolate.",
 }
 
 func isLibraryFrame(f runtime.Frame, skip []string) bool {

@@ -107,6 +107,7 @@ type Guard struct {
 	logAllows  bool
 	rescueHard bool
 	trustHard  bool
+	recordHook func(context.Context, Record)
 
 	doubles map[any]any // test doubles by facade key (double.go); fixed at New
 

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"runtime"
 
 	"github.com/auditguard/auditguard/policy"
@@ -172,10 +171,7 @@ func (ev *Event) denyError(cause error) *DenyError {
 func (g *Guard) fail(ctx context.Context, ev *Event, fault error) error {
 	ev.Decision = policy.Deny(policy.TierFault, ruleFault, "")
 	err := ev.denyError(fault)
-	if cp, ok := fault.(*CallbackPanic); ok {
-		g.logger.LogAttrs(ctx, slog.LevelError, "auditguard callback panicked; the call is denied",
-			slog.String("callback", cp.Callback), slog.Any("value", cp.Value), slog.String("stack", cp.Stack))
-	}
+	g.logFault(ctx, fault)
 	g.record(ctx, ev, Denied, "callback fault", err)
 	return err
 }

@@ -61,6 +61,10 @@ type Record struct {
 	Caller    string // "file.go:42 pkg.Func"
 	Tool      string // the running host tool call, if any
 	Err       string // the denial or fault message, if any
+	// Remote names the process the decision was made in when it was not
+	// this one ("isolate fetch#3 pid 4242"): an isolated call's child
+	// decides with its own guard and the host replays its records here.
+	Remote string
 }
 
 // Recorder keeps records in memory, for tests and hosts that want to show
@@ -116,44 +120,52 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by string, e
 	if err != nil {
 		rec.Err = err.Error()
 	}
+	g.emit(ctx, &rec)
+}
+
+// emit writes one record to the recorder, the record hook and the logger.
+func (g *Guard) emit(ctx context.Context, rec *Record) {
 	if g.recorder != nil {
-		g.recorder.Add(rec)
+		g.recorder.Add(*rec)
+	}
+	if g.recordHook != nil {
+		g.recordHook(ctx, *rec)
 	}
 	level := slog.LevelWarn
-	switch out {
+	switch rec.Outcome {
 	case Allowed, Rescued:
 		level = slog.LevelInfo
 	}
 	if !g.logger.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 16)
+	attrs := make([]slog.Attr, 0, 17)
 	attrs = append(attrs,
-		slog.String("outcome", out.String()),
-		slog.String("protocol", ev.Protocol.String()),
-		slog.String("op", ev.Op.String()),
-		slog.String("target", ev.Target),
+		slog.String("outcome", rec.Outcome.String()),
+		slog.String("protocol", rec.Protocol.String()),
+		slog.String("op", rec.Op.String()),
+		slog.String("target", rec.Target),
 	)
-	if ev.Target2 != "" {
-		attrs = append(attrs, slog.String("target2", ev.Target2))
+	if rec.Target2 != "" {
+		attrs = append(attrs, slog.String("target2", rec.Target2))
 	}
-	if ev.Resolved != "" {
-		attrs = append(attrs, slog.String("resolved", ev.Resolved))
+	if rec.Resolved != "" {
+		attrs = append(attrs, slog.String("resolved", rec.Resolved))
 	}
-	if ev.Resolved2 != "" {
-		attrs = append(attrs, slog.String("resolved2", ev.Resolved2))
+	if rec.Resolved2 != "" {
+		attrs = append(attrs, slog.String("resolved2", rec.Resolved2))
 	}
-	if len(ev.Argv) > 0 {
-		attrs = append(attrs, slog.Any("argv", ev.Argv))
+	if len(rec.Argv) > 0 {
+		attrs = append(attrs, slog.Any("argv", rec.Argv))
 	}
-	if ev.Program != "" {
-		attrs = append(attrs, slog.String("program", ev.Program))
+	if rec.Program != "" {
+		attrs = append(attrs, slog.String("program", rec.Program))
 	}
-	if ev.Detail != "" {
-		attrs = append(attrs, slog.String("detail", ev.Detail))
+	if rec.Detail != "" {
+		attrs = append(attrs, slog.String("detail", rec.Detail))
 	}
 	attrs = append(attrs,
-		slog.String("decided_by", by),
+		slog.String("decided_by", rec.DecidedBy),
 		slog.String("rule", rec.Rule),
 		slog.String("source", rec.Source),
 	)
@@ -163,6 +175,9 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by string, e
 	attrs = append(attrs, slog.String("caller", rec.Caller), slog.Uint64("scope", rec.ScopeID))
 	if rec.Tool != "" {
 		attrs = append(attrs, slog.String("tool", rec.Tool))
+	}
+	if rec.Remote != "" {
+		attrs = append(attrs, slog.String("remote", rec.Remote))
 	}
 	g.logger.LogAttrs(ctx, level, "auditguard decision", attrs...)
 }

@@ -232,3 +232,26 @@ func TestPoolsPerScope(t *testing.T) {
 		t.Fatalf("released default scope: %v", err)
 	}
 }
+
+// TestHTTPClientGuards: the HTTPClient type decides like NewClient: an
+// allowed loopback server answers, a denied address is refused.
+func TestHTTPClientGuards(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	host, port, _ := net.SplitHostPort(u.Host)
+	ctx, _ := enter(t, []policy.NetRule{{CIDR: host, Ports: []string{port}}})
+	c := NewHTTPClient(ctx)
+	resp, err := c.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "hi" {
+		t.Errorf("body %q", b)
+	}
+	if _, err := c.Get("http://169.254.169.254/"); !errors.Is(err, audit.ErrDenied) {
+		t.Errorf("metadata address: %v", err)
+	}
+}

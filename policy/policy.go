@@ -22,6 +22,9 @@ type Policy struct {
 	readDeny, protected []string
 	exec                execRules // exec.go
 	net                 netRules  // net.go
+	// wire is what built the policy, kept so that another process can
+	// rebuild the same policy (wire.go).
+	wire wirePolicy
 }
 
 // Spec is the code-built form of a policy's filesystem rules.
@@ -125,7 +128,7 @@ func (b *Builder) add(k RuleKind, v, src string) {
 // Build validates every entry, canonicalises paths (resolving symbolic links
 // of roots that exist, keeping both spellings) and indexes the result.
 func (b *Builder) Build() (*Policy, error) {
-	p := &Policy{}
+	p := &Policy{wire: b.wireForm()}
 	var errs []error
 	ib := indexBuilder{ix: &p.ix}
 

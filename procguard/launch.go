@@ -80,6 +80,16 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*os.P
 // policies, with x's streams. The cgroup is joined by the sandbox's init
 // before the target starts.
 func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string, rs *landlock.Ruleset) error {
+	spec := c.sandboxSpec(pr, env, rs, pr.pol.Exec().Limits)
+	stdio := sandbox.Stdio{Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr, ExtraFiles: x.ExtraFiles, WaitDelay: x.WaitDelay}
+	return c.startInSandbox(spec, stdio, cg)
+}
+
+// sandboxSpec builds the sandbox's spec for c's program from the scope's
+// policies: files, Landlock ruleset rs, rlimits from limits, and the
+// network (host, or own namespace with forwarded loopback ports and, with
+// net rules, the egress proxy, whose variables go into env).
+func (c *Cmd) sandboxSpec(pr *prepared, env []string, rs *landlock.Ruleset, limits policy.ExecLimits) *sandbox.Spec {
 	es := pr.pol.Exec()
 	spec := &sandbox.Spec{
 		Path:     c.Program,
@@ -87,7 +97,7 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 		Env:      env,
 		Dir:      pr.req.Dir,
 		Landlock: rs,
-		Rlimits:  rlimitsOf(es.Limits),
+		Rlimits:  rlimitsOf(limits),
 	}
 	for _, p := range pr.pols {
 		fs := p.FileSpec(pr.cwd)
@@ -112,11 +122,16 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 			spec.Env = proxyEnv(spec.Env, c.egress.port)
 		}
 	}
+	return spec
+}
+
+// startInSandbox starts spec with stdio, joining cg, and records what the
+// sandbox enforced in c.Confinement.
+func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup) error {
 	var join func(int) error
 	if cg != nil {
 		join = cg.joinAll
 	}
-	stdio := sandbox.Stdio{Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr, ExtraFiles: x.ExtraFiles, WaitDelay: x.WaitDelay}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {
 		c.egress.close()
@@ -124,10 +139,12 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 		return err
 	}
 	c.sandbox = l
+	c.Process = l.Process
 	c.Confinement.Sandbox = l.Report
 	c.Confinement.Landlock = l.Report.Landlock
 	c.Confinement.Rlimits = l.Report.Rlimits
 	c.Confinement.LandlockNote = withoutProtectedNote(c.Confinement.LandlockNote)
+	c.Confinement.ProcessGroup = l.Process.Pid
 	return nil
 }
 

@@ -38,6 +38,8 @@ const usage = `usage:
   auditdemo proxy --policy FILE --listen ADDR [--log FILE]
                                                serve netguard's HTTP and SOCKS5 egress proxy on ADDR
                                                (host:port or unix:/path), logging JSON lines
+  auditdemo gocode [--cache DIR]               build and run an over-eager generated Go program in
+                                               the sandbox (isolate.RunGo) and show what was refused
 `
 
 // run dispatches a command line and returns the exit status.
@@ -56,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdSuggest(args[1:], stdout, stderr)
 	case "proxy":
 		return cmdProxy(args[1:], stdout, stderr)
+	case "gocode":
+		return cmdGocode(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
