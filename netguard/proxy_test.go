@@ -430,9 +430,19 @@ func TestProxyAttribution(t *testing.T) {
 
 func TestProxyModes(t *testing.T) {
 	srv := newServer(t, "tcp", "127.0.0.1:0")
+	// No rule allows the loopback server, a special-purpose (hard-tier)
+	// address: Warn carries it out only where the host opted in for net.
+	t.Run("warn without WithWarnHard", func(t *testing.T) {
+		e := startProxy(t, nil, []string{"127.0.0.1:" + srv.port}, nil, audit.WithMode(audit.Net, audit.Warn))
+		d, _ := xproxy.SOCKS5("tcp", e.addr, nil, xproxy.Direct)
+		if c, err := d.Dial("tcp", "127.0.0.1:"+srv.port); err == nil {
+			c.Close()
+			t.Fatal("Warn carried out a hard-tier denial without the host's opt-in")
+		}
+	})
 	for _, mode := range []audit.Mode{audit.Warn, audit.Off} {
 		t.Run(mode.String(), func(t *testing.T) {
-			e := startProxy(t, nil, []string{"127.0.0.1:" + srv.port}, nil, audit.WithMode(audit.Net, mode))
+			e := startProxy(t, nil, []string{"127.0.0.1:" + srv.port}, nil, audit.WithMode(audit.Net, mode), audit.WithWarnHard(audit.Net))
 			d, _ := xproxy.SOCKS5("tcp", e.addr, nil, xproxy.Direct)
 			c, err := d.Dial("tcp", "127.0.0.1:"+srv.port)
 			if err != nil {

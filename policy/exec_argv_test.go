@@ -3,6 +3,7 @@ package policy_test
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -205,6 +206,43 @@ func TestToolTables(t *testing.T) {
 	for _, name := range []string{"git", "tar", "rg", "sort", "ssh", "zip"} {
 		if tl := policy.ToolNamed(name); tl == nil || len(tl.DeniedOptions()) == 0 {
 			t.Errorf("%s: no denied options", name)
+		}
+	}
+}
+
+// TestGoOptionSpellings: the go command's flags that run a named program
+// are refused in every spelling its flag package accepts (-name, --name,
+// =value or the next word), in any subcommand, while everyday builds and
+// tests stay allowed. Nothing runs.
+func TestGoOptionSpellings(t *testing.T) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	real, err := filepath.EvalSymlinks(goBin)
+	if err != nil {
+		t.Skipf("no go binary at %s", goBin)
+	}
+	p, err := policy.New(policy.Spec{WriteRoots: []string{t.TempDir()}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{{Program: real}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		argv    []string
+		allowed bool
+	}{
+		{[]string{"go", "build", "-toolexec", "/tmp/x", "."}, false},
+		{[]string{"go", "build", "-toolexec=/tmp/x", "."}, false},
+		{[]string{"go", "build", "--toolexec=/tmp/x", "."}, false},
+		{[]string{"go", "test", "-exec", "/tmp/x", "./..."}, false},
+		{[]string{"go", "run", "-exec=/tmp/x", "."}, false},
+		{[]string{"go", "vet", "-vettool=/tmp/x", "./..."}, false},
+		{[]string{"go", "build", "-compiler", "gccgo", "."}, false},
+		{[]string{"go", "test", "-run", "exec", "-count=1", "./..."}, true},
+		{[]string{"go", "test", "-v", "-race", "-run=TestToolexec", "."}, true},
+		{[]string{"go", "build", "-o", "bin/x", "-ldflags=-s -w", "-trimpath", "."}, true},
+		{[]string{"go", "vet", "./..."}, true},
+		{[]string{"go", "run", ".", "-exec"}, false}, // a program argument that spells a denied flag: refused, conservatively
+	} {
+		if d := p.CheckExec(real, tt.argv); d.Allowed != tt.allowed {
+			t.Errorf("%q: allowed=%v (%v), want %v", tt.argv, d.Allowed, d.Rule, tt.allowed)
 		}
 	}
 }

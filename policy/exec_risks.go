@@ -22,6 +22,7 @@ const (
 	srcLess  = "less(1), less 590"
 	srcRsync = "rsync(1), rsync 3.2.7"
 	srcSed   = "sed(1), GNU sed 4.9"
+	srcGo    = "go1.26.8"
 )
 
 // optionRisks are the options of the tool tables that run programs, read
@@ -57,6 +58,13 @@ var optionRisks = []OptionRisk{
 	{"git", "rebase", "--interactive", RiskRuns, "runs the sequence editor", srcGit + ", git-rebase(1)"},
 	{"git", "diff", "--ext-diff", RiskRuns, "runs the external diff program (diff.external, GIT_EXTERNAL_DIFF)", srcGit + ", git-diff(1)"},
 	{"git", "diff", "--output", RiskWrites, "writes the diff to the named file", srcGit + ", git-diff(1)"},
+	// go: flags that run a program the value names (the sandbox also
+	// holds what they run to the approved programs).
+	{"go", "", "-toolexec", RiskRuns, "runs every toolchain program (compile, link, vet...) through the named command", srcGo + ", go help build"},
+	{"go", "", "-exec", RiskRuns, "runs the built program (go run) or test binary (go test) through the named command", srcGo + ", go help run, go help testflag"},
+	{"go", "", "-vettool", RiskRuns, "runs the named program as the vet tool", srcGo + ", go help vet"},
+	{"go", "", "-compiler", RiskRuns, "selects the compiler program (gccgo runs gccgo with -gccgoflags)", srcGo + ", go help build"},
+
 	// tar.
 	{"tar", "", "--to-command", RiskRuns, "pipes each extracted file to a command", srcTar},
 	{"tar", "", "--checkpoint-action", RiskRuns, "exec=COMMAND runs a command at each checkpoint", srcTar},
