@@ -18,11 +18,13 @@ import (
 )
 
 const explainUsage = `usage: auditdemo explain --policy FILE write PATH
+       auditdemo explain --policy FILE read PATH
        auditdemo explain --policy FILE exec CMD ARGS...
        auditdemo explain --policy FILE dial HOST:PORT`
 
-// cmdExplain says what the policy would do with one write, command or dial,
-// and why, without doing it: nothing is written, run or dialed.
+// cmdExplain says what the policy would do with one write, read, command
+// or dial, and why, without doing it: nothing is written, read, run or
+// dialed.
 //
 // Exit status: 0 when the call would go ahead (allowed; or denied by the
 // policy while the protocol's mode is warn or off), 1 when it would be
@@ -57,14 +59,19 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		facts [][2]string
 	)
 	switch verb := rest[0]; verb {
-	case "write":
+	case "write", "read":
 		proto = audit.FS
-		// fsguard's pure check: the resolution and decision a write through
-		// a guarded handle (working directory: the process's) would get.
+		op := policy.OpWrite
+		if verb == "read" {
+			op = policy.OpRead
+		}
+		// fsguard's pure check: the resolution and decision a write or read
+		// through a guarded handle (working directory: the process's) would
+		// get.
 		gfs := fsguard.New(ctx, afero.NewOsFs())
-		facts = append(facts, [2]string{"write", rest[1]})
+		facts = append(facts, [2]string{verb, rest[1]})
 		var resolved string
-		d, resolved, err = gfs.Check(policy.OpWrite, rest[1])
+		d, resolved, err = gfs.Check(op, rest[1])
 		if err != nil {
 			facts = append(facts, [2]string{"resolved", "cannot be resolved safely: " + err.Error()})
 		} else {
@@ -127,7 +134,7 @@ func printDecision(w io.Writer, facts [][2]string, d policy.Decision, mode audit
 	if d.Detail != "" {
 		fmt.Fprintf(w, "%-10s %s\n", "detail:", d.Detail)
 	}
-	if d.Rule != nil && d.Rule.Hint != "" {
+	if denied && d.Rule != nil && d.Rule.Hint != "" {
 		fmt.Fprintf(w, "%-10s %s\n", "hint:", d.Rule.Hint)
 	}
 	goesAhead := !denied
@@ -138,9 +145,11 @@ func printDecision(w io.Writer, facts [][2]string, d policy.Decision, mode audit
 		outcome = "the call would go ahead unchecked (mode off)"
 	case !denied:
 		outcome = "the call would go ahead"
-	case mode == audit.Warn:
+	case mode == audit.Warn && d.Tier == policy.TierSoft:
 		goesAhead = true
 		outcome = "the call would go ahead and be logged as would-deny (mode warn)"
+	case mode == audit.Warn:
+		outcome = "the call would be refused: warn carries out soft denials only (audit.WithWarnHard opts in per protocol)"
 	default:
 		outcome = "the call would be refused (mode enforce); a BeforeDeny callback could rescue a soft denial"
 		if d.Tier != policy.TierSoft {

@@ -100,3 +100,60 @@ func TestExplainUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainRead: reads are explained like writes; an allowed decision
+// carries no hint.
+func TestExplainRead(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "p.toml")
+	if err := os.WriteFile(pol, []byte("[fs]\nwrite_roots = [\""+dir+"\"]\nread_deny = [\"*.pem\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "explain", "--policy", pol, "read", filepath.Join(dir, "notes.txt"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %v", r.code, r)
+	}
+	wantAll(t, "allowed read", r.stdout, "read:      "+filepath.Join(dir, "notes.txt"), "decision:  allowed")
+	if strings.Contains(r.stdout, "hint:") {
+		t.Errorf("an allowed decision printed a hint:\n%s", r.stdout)
+	}
+	r = cli(t, "explain", "--policy", pol, "read", filepath.Join(dir, "key.pem"))
+	if r.code != 1 {
+		t.Fatalf("exit %d: %v", r.code, r)
+	}
+	wantAll(t, "denied read", r.stdout, "decision:  denied (hard)", `"*.pem"`)
+}
+
+// TestHelpListsCommands: --help prints every subcommand, exit 0.
+func TestHelpListsCommands(t *testing.T) {
+	for _, arg := range []string{"--help", "-h", "help"} {
+		r := cli(t, arg)
+		if r.code != 0 {
+			t.Fatalf("%s: exit %d", arg, r.code)
+		}
+		wantAll(t, arg, r.stdout, "check --policy", "explain --policy", "run --policy", "suggest --log", "proxy --policy", "gocode")
+	}
+}
+
+// TestLogAppends: --log adds to the file, so a warn-mode trial over several
+// runs keeps every would-deny.
+func TestLogAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	for i := range 2 {
+		logger, closeLog, err := openLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logger.Info("run", "n", i)
+		if err := closeLog(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 2 {
+		t.Errorf("%d lines after two runs, want 2:\n%s", n, b)
+	}
+}

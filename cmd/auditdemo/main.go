@@ -7,7 +7,7 @@
 //
 //	auditdemo [--log FILE]                     the scripted session
 //	auditdemo check --policy FILE              validate; print the effective rules
-//	auditdemo explain --policy FILE write PATH | exec CMD ARGS... | dial HOST:PORT
+//	auditdemo explain --policy FILE write PATH | read PATH | exec CMD ARGS... | dial HOST:PORT
 //	auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
 //	auditdemo suggest --log FILE [--policy FILE]  TOML that would allow a Warn run's would-denies
 //	auditdemo proxy --policy FILE --listen ADDR [--log FILE]  the egress proxy, logging JSON lines
@@ -29,6 +29,7 @@ const usage = `usage:
   auditdemo [--log FILE]                       run the scripted demonstration
   auditdemo check --policy FILE                validate a policy and print its effective rules
   auditdemo explain --policy FILE write PATH   what would happen to a write, and why
+  auditdemo explain --policy FILE read PATH
   auditdemo explain --policy FILE exec CMD ARGS...
   auditdemo explain --policy FILE dial HOST:PORT
   auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
@@ -44,6 +45,10 @@ const usage = `usage:
 
 // run dispatches a command line and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return cmdDemo(args, stdout, stderr)
 	}
@@ -68,13 +73,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// openLog returns a logger writing audit records as JSON lines to path, or
-// a discarding logger when path is empty. close flushes and closes the file.
+// openLog returns a logger appending audit records as JSON lines to path
+// (so a warn-mode trial over several runs keeps every would-deny), or a
+// discarding logger when path is empty. close flushes and closes the file.
 func openLog(path string) (logger *slog.Logger, close func() error, err error) {
 	if path == "" {
 		return slog.New(slog.NewTextHandler(io.Discard, nil)), func() error { return nil }, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
