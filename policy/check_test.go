@@ -2,7 +2,9 @@ package policy
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -318,5 +320,23 @@ func TestDecisionStrings(t *testing.T) {
 	}
 	if OpWrite.String() != "write" || TierHard.String() != "hard" || Op(99).String() != "op(99)" {
 		t.Fatal("String methods")
+	}
+}
+
+// TestWriteRootMustBeADirectory: a file named as a write root is refused
+// when the policy is built, with the directory it probably meant; a root
+// that does not exist yet is accepted.
+func TestWriteRootMustBeADirectory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Spec{WriteRoots: []string{file}})
+	if err == nil || !strings.Contains(err.Error(), "is a file, not a directory") || !strings.Contains(err.Error(), strconv.Quote(filepath.Dir(file))) {
+		t.Fatalf("a file as write root: %v", err)
+	}
+	if _, err := New(Spec{WriteRoots: []string{filepath.Join(dir, "later")}}); err != nil {
+		t.Fatalf("a root that does not exist yet: %v", err)
 	}
 }

@@ -198,6 +198,13 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 		if err != nil {
 			return err
 		}
+		if e.kind == KindWriteRoot {
+			// A root is a directory tree: guarded handles open it as one.
+			// One that does not exist yet is fine (it may be made later).
+			if fi, err := os.Stat(paths[len(paths)-1]); err == nil && !fi.IsDir() {
+				return fmt.Errorf("is a file, not a directory: a write root is a directory tree (did you mean its directory %q?)", filepath.Dir(paths[len(paths)-1]))
+			}
+		}
 		p.rules = append(p.rules, r)
 		for _, ap := range paths {
 			if e.kind == KindWriteRoot {

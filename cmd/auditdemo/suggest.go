@@ -24,8 +24,10 @@ const suggestUsage = "usage: auditdemo suggest --log FILE [--policy FILE]"
 // the narrowest policy-file additions that would have allowed its
 // would-deny events:
 //
-//   - fs: a write root for the exact resolved path (for delete and move, its
-//     directory: a write root itself can never be removed or renamed); a
+//   - fs: a write root for the narrowest existing directory that holds the
+//     resolved path (the path itself when it is a directory; for delete
+//     and move, never the path itself: a write root can never be removed
+//     or renamed), since a root is a directory a guarded handle opens; a
 //     read root for the exact path of a denied read;
 //   - exec: an [[exec.allow]] rule for each program the command would run
 //     (shells and wrappers unwrapped as procguard does), by real path, with
@@ -217,6 +219,9 @@ type suggester struct {
 	cannot     []string // comments: hard denials and what cannot be expressed
 	cannotSeen map[string]bool
 	denied     int // enforce-mode denials, which suggest does not read
+	// isDir reports whether a path is an existing directory now (os.Stat;
+	// tests swap it): a write root must be one.
+	isDir func(string) bool
 }
 
 // entry is one suggested fs list entry and the events it allows.
@@ -242,11 +247,30 @@ type netSuggestion struct {
 }
 
 func newSuggester(pol *policy.Policy) *suggester {
-	s := &suggester{pol: pol, execPath: policy.DefaultExecPath, cannotSeen: map[string]bool{}}
+	s := &suggester{pol: pol, execPath: policy.DefaultExecPath, cannotSeen: map[string]bool{},
+		isDir: func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() }}
 	if pol != nil {
 		s.execPath = pol.ExecPath()
 	}
 	return s
+}
+
+// addWriteRoot suggests the narrowest write root that covers p and that a
+// guarded handle can open: p itself when it is an existing directory, else
+// its nearest existing ancestor below "/" (a file cannot be a root, and a
+// directory the run did not leave behind cannot be opened). With none, it
+// says so instead.
+func (s *suggester) addWriteRoot(r logRecord, p, ev string) {
+	for d := p; d != "/" && d != "." && d != ""; d = filepath.Dir(d) {
+		if s.isDir(d) {
+			if d != p {
+				ev += " (its nearest existing directory " + d + ": a write root is a directory)"
+			}
+			s.writeRoots = addEntry(s.writeRoots, d, ev)
+			return
+		}
+	}
+	s.cannotSay(r, "neither "+p+" nor a directory above it exists now, and a write root must be an existing directory: run suggest where the warn run left its files")
 }
 
 // cannotAllow records a denial no addition overturns.
@@ -350,11 +374,11 @@ func (s *suggester) addFS(r logRecord) {
 		// A write root itself can never be removed or renamed: the
 		// narrowest root that allows it is the directory holding it.
 		for _, p := range paths {
-			s.writeRoots = addEntry(s.writeRoots, filepath.Dir(p), ev+" (its directory: a write root itself cannot be removed or renamed)")
+			s.addWriteRoot(r, filepath.Dir(p), ev+" (its directory: a write root itself cannot be removed or renamed)")
 		}
 	default: // write, create, link, attr, chdir
 		for _, p := range paths {
-			s.writeRoots = addEntry(s.writeRoots, p, ev)
+			s.addWriteRoot(r, p, ev)
 		}
 	}
 }
@@ -469,7 +493,7 @@ func (s *suggester) addExec(r logRecord) {
 			s.cannotSay(r, "the script writes to a relative path, and the log does not say in which directory it ran: "+
 				"unless that is inside a write root, the target needs one (or the shell an allow rule for this script)")
 		default:
-			s.writeRoots = addEntry(s.writeRoots, rd.Path, ev+" (a redirection target)")
+			s.addWriteRoot(r, rd.Path, ev+" (a redirection target)")
 		}
 	}
 }
@@ -531,7 +555,7 @@ func (s *suggester) addNet(r logRecord, special bool) {
 			return
 		}
 		s.addNetRule(netSuggestion{path: p, network: "unix", listen: listen, events: []string{ev}})
-		s.writeRoots = addEntry(s.writeRoots, p, ev+" (unix sockets must also lie under a write root)")
+		s.addWriteRoot(r, p, ev+" (unix sockets must also lie under a write root)")
 		return
 	}
 	host, portStr, err := splitHostPort(r.Target)

@@ -18,6 +18,9 @@ func FuzzSuggestTOML(f *testing.F) {
 	f.Add("/w/'''", `"""`, "127.0.0.1")
 	f.Fuzz(func(t *testing.T, path, arg, host string) {
 		s := newSuggester(nil)
+		// The logged path stands for an existing directory, so it is the
+		// suggested root and its spelling reaches the output.
+		s.isDir = func(p string) bool { return p == path }
 		s.add(logRecord{Outcome: "would-deny", Protocol: "fs", Op: "write", Target: path, Resolved: path,
 			Rule: `default "writes need a write root"`, Tier: "soft"})
 		s.add(logRecord{Outcome: "would-deny", Protocol: "fs", Op: "write", Target: path, Resolved: path,

@@ -51,7 +51,13 @@ func TestSuggestFromWarnRun(t *testing.T) {
 	}
 
 	build := filepath.Join(work, "build")
-	notes := filepath.Join(work, "notes.txt")
+	// A file's write root is the directory holding it: notes.txt lives in
+	// docs, so the suggestion stays narrower than the whole workspace.
+	docs := filepath.Join(work, "docs")
+	if err := os.Mkdir(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(docs, "notes.txt")
 	old := filepath.Join(build, "old.txt")
 	hook := filepath.Join(build, ".git", "hooks", "pre-commit")
 
@@ -146,7 +152,7 @@ func TestSuggestFromWarnRun(t *testing.T) {
 	wantAll(t, "suggest output", out,
 		"# auditdemo suggest: 11 would-deny events",
 		"[fs]\nwrite_roots = [\n  "+strconv.Quote(build)+", # allows fs create "+build,
-		strconv.Quote(notes)+", # allows fs write "+notes,
+		strconv.Quote(docs)+", # allows fs write "+notes+" (its nearest existing directory "+docs+": a write root is a directory)",
 		"[[exec.allow]]\nprogram = ",
 		"args = [\"hello\"]\nmatch = [[\"hello\"]]",
 		"args = [\"-a\"]", // echo a is a shell builtin: no rule for it
@@ -208,7 +214,9 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		// Neighbours.
 		{policy.OpWrite, filepath.Join(work, "other.txt"), false, policy.TierSoft},
 		{policy.OpCreate, filepath.Join(work, "build2"), false, policy.TierSoft},
-		{policy.OpDelete, notes, false, policy.TierHard}, // a root itself cannot be removed
+		{policy.OpDelete, notes, true, 0},               // a file in a root
+		{policy.OpDelete, docs, false, policy.TierHard}, // a root itself cannot be removed
+		{policy.OpWrite, filepath.Join(work, "notes.txt"), false, policy.TierSoft},
 		{policy.OpWrite, filepath.Join(filepath.Dir(work), "notes.txt"), false, policy.TierSoft},
 	} {
 		d := p.CheckPath(tc.op, tc.path, "")
