@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -124,10 +125,35 @@ func Parse(name string, data []byte, opts ...LoadOption) (*File, error) {
 		o(&c)
 	}
 	spec, errs := decodeFile(name, data)
-	if len(errs) > 0 {
-		return nil, &LoadError{Problems: errs}
+	if spec == nil {
+		return nil, &LoadError{Problems: errs} // not TOML: nothing more to read
 	}
-	return buildFile(c, []*fileSpec{spec}, spec.entries(), spec.replaceProtected, spec.exec.spec, spec.net.spec, spec.modes)
+	f, err := buildFile(c, []*fileSpec{spec}, spec.entries(), spec.replaceProtected, spec.exec.spec, spec.net.spec, spec.modes)
+	if len(errs) == 0 {
+		return f, err
+	}
+	// Keys or types had problems: report the values' too, in one pass.
+	return nil, withProblems(errs, err)
+}
+
+// withProblems joins the decoder's problems with those of a build of the
+// rest, in file order.
+func withProblems(errs []*FileError, err error) *LoadError {
+	var le *LoadError
+	if errors.As(err, &le) {
+		errs = append(errs, le.Problems...)
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i], errs[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	return &LoadError{Problems: errs}
 }
 
 // fileSpec is one decoded policy file, before validation of its values.

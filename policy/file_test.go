@@ -197,6 +197,17 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	if !errors.As(err, &le) || len(le.Problems) != 2 {
 		t.Fatalf("want 2 problems, got %v", err)
 	}
+	// And both kinds in one pass, in file order: an unknown key does not
+	// hide a bad value.
+	_, err = Parse("p.toml", []byte("[fs]\nwrite_roots = [\"relative\"]\nwrte_roots = []\n[[net.allow]]\nhost = \"x.example\"\nports = [\"99999\"]\n"))
+	if !errors.As(err, &le) || len(le.Problems) != 3 {
+		t.Fatalf("want 3 problems (a value, a key, a value), got %v", err)
+	}
+	for i, want := range []string{"not an absolute path", "unknown key", "port"} {
+		if !strings.Contains(le.Problems[i].Error(), want) {
+			t.Errorf("problem %d: %v, want %q", i, le.Problems[i], want)
+		}
+	}
 }
 
 func TestLoadMissingFile(t *testing.T) {

@@ -47,7 +47,14 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 	op, errs := decodeFile(opName, opData)
 	ws, wsErrs := decodeFile(wsName, wsData)
 	if errs = append(errs, wsErrs...); len(errs) > 0 {
-		return nil, &LoadError{Problems: errs}
+		if op == nil || ws == nil {
+			return nil, &LoadError{Problems: errs} // not TOML: nothing more to read
+		}
+		// Report each layer's value problems too, in one pass.
+		_, err := buildFile(c, []*fileSpec{op}, op.entries(), op.replaceProtected, op.exec.spec, op.net.spec, op.modes)
+		le := withProblems(errs, err)
+		_, err = buildFile(c, []*fileSpec{ws}, ws.entries(), false, ws.exec.alone(op.exec), ws.net.spec, ws.modes)
+		return nil, withProblems(le.Problems, err)
 	}
 	// Each layer must be valid on its own before they are compared.
 	opFile, err := buildFile(c, []*fileSpec{op}, op.entries(), op.replaceProtected, op.exec.spec, op.net.spec, op.modes)
