@@ -83,13 +83,18 @@ func noSurvivors(t testing.TB, c *procguard.Confinement) {
 	if c.Sandbox == nil {
 		t.Fatalf("the call ran without a sandbox: %s", c.SandboxNote)
 	}
-	if m := namespaceMembers(c.Sandbox.PidNamespace); len(m) > 0 {
+	if m := namespaceMembers(c.Sandbox.PidNamespace, c.ProcessGroup); len(m) > 0 {
 		t.Errorf("processes of the call survived: %v", m)
 	}
 }
 
-// namespaceMembers lists the live processes of pid namespace ns.
-func namespaceMembers(ns string) []int {
+// namespaceMembers lists the live processes of pid namespace ns, whose
+// init has host pid initPid. A freed namespace's inode number is soon
+// reused by another one (the next sandbox, a pooled trampoline): when the
+// namespace now named ns has another init, it is not the caller's, and
+// nothing is listed (its own init gone, the kernel ended every process of
+// the old one).
+func namespaceMembers(ns string, initPid int) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -97,11 +102,30 @@ func namespaceMembers(ns string) []int {
 		if err != nil {
 			continue
 		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns && alive(pid) {
-			out = append(out, pid)
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns || !alive(pid) {
+			continue
 		}
+		if pid != initPid && nsPidOne(pid) {
+			return nil // another namespace under the same inode number
+		}
+		out = append(out, pid)
 	}
 	return out
+}
+
+// nsPidOne reports whether pid is pid 1 of its own pid namespace.
+func nsPidOne(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			fs := strings.Fields(f)
+			return len(fs) > 0 && fs[len(fs)-1] == "1"
+		}
+	}
+	return false
 }
 
 func alive(pid int) bool {

@@ -151,8 +151,13 @@ func hostPid(ns string, nspid int) int {
 	return 0
 }
 
-// namespaceMembers lists the live processes of pid namespace ns.
-func namespaceMembers(ns string) []int {
+// namespaceMembers lists the live processes of pid namespace ns, whose
+// init has host pid initPid (0: not known). A freed namespace's inode
+// number is soon reused by another one (the next sandbox, a pooled
+// trampoline): when the namespace now named ns has another init, it is
+// not the one the caller means, and its processes are not listed (its own
+// init being gone, the kernel has ended every process of the old one).
+func namespaceMembers(ns string, initPid int) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -160,9 +165,31 @@ func namespaceMembers(ns string) []int {
 		if err != nil {
 			continue
 		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns && alive(pid) {
-			out = append(out, pid)
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns || !alive(pid) {
+			continue
 		}
+		if initPid > 0 && pid != initPid && nsPid(pid) == 1 {
+			return nil // another namespace under the same inode number
+		}
+		out = append(out, pid)
 	}
 	return out
+}
+
+// nsPid is pid's pid in its own (innermost) pid namespace, 0 if unknown.
+func nsPid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			fs := strings.Fields(f)
+			if len(fs) > 0 {
+				n, _ := strconv.Atoi(fs[len(fs)-1])
+				return n
+			}
+		}
+	}
+	return 0
 }

@@ -90,7 +90,7 @@ func runScript(t *testing.T, e *env, script string, args ...string) (string, err
 	c.Dir = e.dir
 	out, err := c.CombinedOutput()
 	if sb := c.Confinement.Sandbox; sb != nil {
-		if m := namespaceMembers(sb.PidNamespace); len(m) > 0 {
+		if m := namespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
 			t.Errorf("processes of the sandbox survived: %v", m)
 		}
 	}
@@ -426,13 +426,20 @@ func TestSandboxDiesWithHost(t *testing.T) {
 	if ns == "" {
 		t.Fatal("the host did not report its sandbox")
 	}
-	if m := namespaceMembers(ns); len(m) < 3 {
+	m := namespaceMembers(ns, 0)
+	if len(m) < 3 {
 		t.Fatalf("the sandbox should hold init, sh, and the setsid'd sleep: %v", m)
+	}
+	initPid := 0
+	for _, pid := range m {
+		if nsPid(pid) == 1 {
+			initPid = pid
+		}
 	}
 	must(t, host.Process.Signal(syscall.SIGKILL))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		m := namespaceMembers(ns)
+		m := namespaceMembers(ns, initPid)
 		if len(m) == 0 {
 			break
 		}
@@ -459,7 +466,7 @@ func TestSandboxHostProcess(t *testing.T) {
 	must(t, c.Start())
 	// Wait until the setsid'd sleep exists, then report.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(namespaceMembers(c.Confinement.Sandbox.PidNamespace)) < 3 && time.Now().Before(deadline) {
+	for len(namespaceMembers(c.Confinement.Sandbox.PidNamespace, 0)) < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	fmt.Println("NS " + c.Confinement.Sandbox.PidNamespace)
@@ -495,7 +502,7 @@ func TestSandboxProcessLimit(t *testing.T) {
 	if !strings.Contains(string(out), "fork") && !strings.Contains(string(out), "Resource temporarily unavailable") {
 		t.Fatalf("60 sleeps started under a limit of 30: %q", out)
 	}
-	if m := namespaceMembers(c.Confinement.Sandbox.PidNamespace); len(m) > 0 {
+	if m := namespaceMembers(c.Confinement.Sandbox.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
 		t.Fatalf("survivors: %v", m)
 	}
 }
@@ -523,7 +530,7 @@ func TestScopeReleaseKillsChildren(t *testing.T) {
 		t.Fatal("release did not kill the command")
 	}
 	if sb := c.Confinement.Sandbox; sb != nil {
-		if m := namespaceMembers(sb.PidNamespace); len(m) > 0 {
+		if m := namespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
 			t.Fatalf("survivors: %v", m)
 		}
 	}

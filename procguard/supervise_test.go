@@ -122,7 +122,7 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 					t.Fatalf("survivors in group %d: %v", pg, m)
 				}
 				if ns != "" {
-					if m := namespaceMembers(ns); len(m) > 0 {
+					if m := namespaceMembers(ns, c.Confinement.ProcessGroup); len(m) > 0 {
 						t.Fatalf("survivors in the sandbox's %s: %v", ns, m)
 					}
 				}
