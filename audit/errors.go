@@ -49,6 +49,10 @@ type DenyError struct {
 	ScopeID      uint64
 	ScopeEntered string
 	Err          error
+	// Hint says how to allow the call, in the terms the policy was
+	// written in (TOML keys for a policy file, Go API otherwise); empty
+	// means the rule's own hint.
+	Hint string
 }
 
 func (e *DenyError) Is(target error) bool {
@@ -122,8 +126,8 @@ func (e *DenyError) Error() string {
 }
 
 func (e *DenyError) hint() string {
-	h := ""
-	if r := e.Decision.Rule; r != nil {
+	h := e.Hint
+	if r := e.Decision.Rule; r != nil && h == "" {
 		h = r.Hint
 	}
 	switch e.Decision.Tier {

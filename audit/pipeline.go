@@ -160,11 +160,18 @@ var (
 )
 
 func (ev *Event) denyError(cause error) *DenyError {
-	return &DenyError{
+	e := &DenyError{
 		Protocol: ev.Protocol, Op: ev.Op, Target: ev.Target, Target2: ev.Target2,
 		Resolved: ev.Resolved, Decision: ev.Decision, Caller: ev.Caller(),
 		ScopeID: ev.ScopeID(), ScopeEntered: ev.ScopeEntered(), Err: cause,
 	}
+	if ev.scope != nil && ev.Decision.Rule != nil {
+		// A policy loaded from a file gives its hints in TOML terms.
+		if st := ev.scope.g.state.Load(); st != nil && st.pol != nil {
+			e.Hint = st.pol.HintFor(ev.Decision.Rule)
+		}
+	}
+	return e
 }
 
 // fail denies because a callback panicked, whatever the mode.

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -414,5 +415,29 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}
 	if _, err := New(newPolicy(t, policy.Spec{}), WithMode(FS, Mode(9))); err == nil {
 		t.Fatal("unknown mode accepted")
+	}
+}
+
+// TestDenyErrorHintInFileTerms: the error of a denial by a policy loaded
+// from a file tells how to allow it in the file's terms.
+func TestDenyErrorHintInFileTerms(t *testing.T) {
+	dir := t.TempDir()
+	f, err := policy.Parse("p.toml", []byte("[fs]\nwrite_roots = [\""+dir+"\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(f.Policy, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := g.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	out := filepath.Join(filepath.Dir(dir), "elsewhere.txt")
+	err = Check(ctx, &Event{Protocol: FS, Op: policy.OpWrite, Target: out, Resolved: out}, &policy.PathRequest{Op: policy.OpWrite, Path: out})
+	if err == nil || !strings.Contains(err.Error(), "to allow: add a directory that contains the target to [fs] write_roots") {
+		t.Fatalf("denial: %v", err)
 	}
 }

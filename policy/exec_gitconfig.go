@@ -119,7 +119,7 @@ func markGitConfigOptions() error {
 	for _, g := range gitConfigRisks {
 		g.rule = &Rule{Kind: KindExec, Pattern: "deny git -c " + g.Key() + ": " + g.Why,
 			Source: "builtin (" + g.Source + ")",
-			Hint:   "set harmless keys only (user.name, user.email, ...); name the exact option and value in the allow rule's Args to allow it, or rescue the call in BeforeDeny with audit.WithRescueHard"}
+			Hint:   hintGitConfig}
 	}
 	for _, c := range gitConfigOptions {
 		s := t.Main

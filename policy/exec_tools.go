@@ -427,7 +427,7 @@ func applyRisk(r OptionRisk) error {
 		pat += " " + strings.Join(o.Spellings(), "/")
 		o.rule = &Rule{Kind: KindExec, Pattern: "deny " + pat + ": " + r.Why,
 			Source: "builtin (" + r.Source + "; table " + t.File + ", " + t.Version + ")",
-			Hint:   "name the option in the allow rule's Args to allow it for that rule, or rescue the call in BeforeDeny with audit.WithRescueHard"}
+			Hint:   hintOption}
 	}
 	return nil
 }

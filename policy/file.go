@@ -426,6 +426,7 @@ func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace boo
 		}
 		return nil, &LoadError{Problems: probs}
 	}
+	p.fromFile = true
 	f := &File{Policy: p, Modes: modes}
 	for _, s := range specs {
 		f.Paths = append(f.Paths, s.name)

@@ -306,3 +306,39 @@ func BenchmarkParseExample(b *testing.B) {
 		}
 	})
 }
+
+// TestHintsInFileTerms: a policy loaded from a file says how to allow a
+// call in TOML tables and keys; one built in code keeps the Go API's terms.
+func TestHintsInFileTerms(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Parse("p.toml", []byte("[fs]\nwrite_roots = [\""+dir+"\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := New(Spec{WriteRoots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		d          func(*Policy) Decision
+		file, code string
+	}{
+		{"write outside", func(p *Policy) Decision { return p.CheckPath(OpWrite, "/elsewhere/x", "") }, "[fs] write_roots", "add a write root"},
+		{"protected", func(p *Policy) Decision { return p.CheckPath(OpWrite, dir+"/.bashrc", "") }, "[fs] replace_protected", "Builder.ReplaceProtected"},
+		{"dial", func(p *Policy) Decision {
+			return p.CheckNet(OpConnect, "tcp", "example.com", 443, nil)
+		}, "[[net.allow]]", "add a net rule (Host"},
+	} {
+		df, dc := tc.d(f.Policy), tc.d(code)
+		if df.Allowed || dc.Allowed {
+			t.Fatalf("%s: allowed", tc.name)
+		}
+		if h := f.Policy.HintFor(df.Rule); !strings.Contains(h, tc.file) {
+			t.Errorf("%s, file policy: hint %q, want %q in it", tc.name, h, tc.file)
+		}
+		if h := code.HintFor(dc.Rule); !strings.Contains(h, tc.code) {
+			t.Errorf("%s, code policy: hint %q, want %q in it", tc.name, h, tc.code)
+		}
+	}
+}

@@ -199,7 +199,7 @@ func (r *netRules) newRule(nr NetRule, src, target string, p *Policy) *Rule {
 	}
 	rule := &Rule{Kind: KindNet, Pattern: b.String(), Source: src}
 	if nr.Deny {
-		rule.Hint = "drop the deny rule, or opt in with audit.WithRescueHard and rescue it in BeforeDeny"
+		rule.Hint = hintNetDeny
 	}
 	p.rules = append(p.rules, rule)
 	return rule

@@ -22,6 +22,7 @@ type Policy struct {
 	readDeny, protected []string
 	exec                execRules // exec.go
 	net                 netRules  // net.go
+	fromFile            bool      // loaded from a policy file: hints name TOML keys (file_hints.go)
 	// wire is what built the policy, kept so that another process can
 	// rebuild the same policy (wire.go).
 	wire wirePolicy
@@ -223,9 +224,9 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 		return nil
 	case KindReadDeny, KindProtected:
 		if e.kind == KindProtected {
-			r.Hint = "protected names stay read-only inside write roots; drop it from the protected set (Builder.ReplaceProtected) or let BeforeDeny rescue hard denials (audit.WithRescueHard)"
+			r.Hint = hintProtected
 		} else {
-			r.Hint = "remove the read-deny entry, or let BeforeDeny rescue hard denials (audit.WithRescueHard)"
+			r.Hint = hintReadDeny
 		}
 		p.rules = append(p.rules, r)
 		if v[0] == '/' || v[0] == '~' {

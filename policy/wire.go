@@ -23,6 +23,8 @@ type wirePolicy struct {
 	Entries          []wireEntry `json:"entries,omitempty"`
 	Exec             ExecSpec    `json:"exec"`
 	Net              NetSpec     `json:"net"`
+	// FromFile keeps hints in the policy file's terms (file_hints.go).
+	FromFile bool `json:"from_file,omitempty"`
 }
 
 type wireEntry struct {
@@ -50,7 +52,9 @@ func (b *Builder) wireForm() wirePolicy {
 // in this process or another one on the same machine (relative roots
 // such as "." keep their meaning: the working directory of each check).
 func (p *Policy) MarshalJSON() ([]byte, error) {
-	return json.Marshal(&p.wire)
+	w := p.wire
+	w.FromFile = p.fromFile
+	return json.Marshal(&w)
 }
 
 // UnmarshalJSON rebuilds a policy encoded by MarshalJSON, validating every
@@ -76,5 +80,6 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*p = *built
+	p.fromFile = w.FromFile
 	return nil
 }

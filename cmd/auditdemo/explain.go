@@ -41,7 +41,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, explainUsage)
 		return 2
 	}
-	_, g, err := loadGuard(*path, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	pol, g, err := loadGuard(*path, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		printLoadError(stderr, *path, err)
 		return 2
@@ -106,7 +106,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "auditdemo explain: unknown operation %q\n%s\n", verb, explainUsage)
 		return 2
 	}
-	goesAhead := printDecision(stdout, facts, d, g.Mode(proto))
+	goesAhead := printDecision(stdout, facts, d, g.Mode(proto), pol.Policy.HintFor(d.Rule))
 	if goesAhead {
 		return 0
 	}
@@ -120,7 +120,7 @@ func policyDenied(d policy.Decision) bool { return !d.Allowed || d.Tier != polic
 
 // printDecision prints the facts, the decision and what the mode makes of
 // it, and reports whether the call would go ahead.
-func printDecision(w io.Writer, facts [][2]string, d policy.Decision, mode audit.Mode) bool {
+func printDecision(w io.Writer, facts [][2]string, d policy.Decision, mode audit.Mode, hint string) bool {
 	for _, f := range facts {
 		fmt.Fprintf(w, "%-10s %s\n", f[0]+":", f[1])
 	}
@@ -134,8 +134,8 @@ func printDecision(w io.Writer, facts [][2]string, d policy.Decision, mode audit
 	if d.Detail != "" {
 		fmt.Fprintf(w, "%-10s %s\n", "detail:", d.Detail)
 	}
-	if denied && d.Rule != nil && d.Rule.Hint != "" {
-		fmt.Fprintf(w, "%-10s %s\n", "hint:", d.Rule.Hint)
+	if denied && hint != "" {
+		fmt.Fprintf(w, "%-10s %s\n", "hint:", hint)
 	}
 	goesAhead := !denied
 	var outcome string

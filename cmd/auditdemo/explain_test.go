@@ -31,7 +31,7 @@ func TestExplain(t *testing.T) {
 		{"write a git hook", []string{"write", filepath.Join(work, ".git", "hooks", "pre-commit")}, 1,
 			[]string{"denied (hard)", `protected ".git/hooks" (builtin)`}},
 		{"write outside the roots", []string{"write", outside}, 1,
-			[]string{"denied (soft)", "writes need a write root", "hint:      add a write root", "BeforeDeny callback could rescue"}},
+			[]string{"denied (soft)", "writes need a write root", "hint:      add a directory that contains the target to [fs] write_roots", "BeforeDeny callback could rescue"}},
 		{"write through a symbolic link out of the root", []string{"write", filepath.Join(work, "escape", "x")}, 1,
 			[]string{"resolved:  " + filepath.Join(filepath.Dir(work), "x"), "denied (soft)"}},
 		{"exec allowed", []string{"exec", "echo", "hi"}, 0,
