@@ -10,7 +10,13 @@ var (
 	ruleNoChdirRoot = &Rule{Kind: KindDefault, Pattern: "the working directory must stay inside a write root", Source: "builtin",
 		Hint: `a handle's working directory is the "." root, so it may only move inside write roots`}
 	ruleNotResolved = &Rule{Kind: KindInvalid, Pattern: "paths are checked after resolution", Source: "builtin"}
+	ruleNoPolicy    = &Rule{Kind: KindInvalid, Pattern: "decisions need a policy", Source: "builtin",
+		Hint: "build the policy with policy.New or load it with policy.Load; a nil *Policy denies everything"}
 )
+
+// denyNoPolicy is every decision of a nil *Policy: a programmer error
+// fails closed instead of panicking.
+var denyNoPolicy = Deny(TierInvalid, ruleNoPolicy, "nil *Policy")
 
 const detailIsRoot = "a write root itself cannot be removed or renamed"
 
@@ -19,6 +25,9 @@ const detailIsRoot = "a write root itself cannot be removed or renamed"
 // "." root when the policy has one. CheckPath makes no system calls and does
 // not allocate; its cost grows with the path, not with the policy.
 func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
+	if p == nil {
+		return denyNoPolicy
+	}
 	if len(path) == 0 || path[0] != '/' {
 		return Deny(TierInvalid, ruleNotResolved, "not an absolute path")
 	}

@@ -340,3 +340,26 @@ func TestWriteRootMustBeADirectory(t *testing.T) {
 		t.Fatalf("a root that does not exist yet: %v", err)
 	}
 }
+
+// TestNilPolicy: a nil *Policy is a programmer error that fails closed:
+// every decision is an invalid-tier denial naming the mistake, and the
+// accessors return empty values, as os.File's methods do on a nil file.
+func TestNilPolicy(t *testing.T) {
+	var p *Policy
+	for name, d := range map[string]Decision{
+		"CheckPath":    p.CheckPath(OpWrite, "/tmp/x", ""),
+		"CheckExec":    p.CheckExec("/bin/true", []string{"true"}),
+		"CheckExecDir": p.CheckExecDir("/tmp", ""),
+		"CheckNet":     p.CheckNet(OpConnect, "tcp", "example.com", 443, nil),
+	} {
+		if d.Allowed || d.Tier != TierInvalid || d.Rule == nil || !strings.Contains(d.Rule.Hint, "nil *Policy") {
+			t.Errorf("%s on a nil policy: %+v", name, d)
+		}
+	}
+	if p.WriteRoots() != nil || p.Rules() != nil || p.DotRoot() || p.NetRuleCount() != 0 || p.FromFile() {
+		t.Error("accessors of a nil policy returned something")
+	}
+	if env, _ := p.ExecEnv(ExecEnvInput{Host: []string{"PATH=/bin"}}); env != nil {
+		t.Errorf("a nil policy passed variables: %v", env)
+	}
+}

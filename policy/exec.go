@@ -466,6 +466,9 @@ func tokensMatch(pat, args []string, loose bool) bool {
 // judged command by command by ExecRequest. CheckExec makes no system call
 // and does not allocate.
 func (p *Policy) CheckExec(program string, argv []string) Decision {
+	if p == nil {
+		return denyNoPolicy
+	}
 	if len(program) == 0 || program[0] != '/' {
 		return Deny(TierInvalid, ruleExecInvalid, "program not resolved to an absolute path")
 	}
@@ -568,6 +571,9 @@ func toolForName(name string) *Tool {
 // ExecPrograms returns the real paths of the programs some allow rule
 // names, sorted.
 func (p *Policy) ExecPrograms() []string {
+	if p == nil {
+		return nil
+	}
 	var out []string
 	for prog, pr := range p.exec.programs {
 		if len(pr.allow) > 0 {
@@ -581,6 +587,9 @@ func (p *Policy) ExecPrograms() []string {
 // ExecDirs returns the directories of the allow rules for every program
 // under a directory (ExecRule.Under, symbolic links resolved), sorted.
 func (p *Policy) ExecDirs() []string {
+	if p == nil {
+		return nil
+	}
 	var out []string
 	for _, r := range p.exec.under {
 		if !r.rule.Deny {
@@ -593,7 +602,12 @@ func (p *Policy) ExecDirs() []string {
 
 // ProfileItems returns what the toolchain profiles of ExecSpec.Use
 // expanded to, with provenance, in the order they were added.
-func (p *Policy) ProfileItems() []ProfileItem { return append([]ProfileItem(nil), p.exec.profiles...) }
+func (p *Policy) ProfileItems() []ProfileItem {
+	if p == nil {
+		return nil
+	}
+	return append([]ProfileItem(nil), p.exec.profiles...)
+}
 
 // underDir reports whether path lies strictly under dir.
 func underDir(path, dir string) bool {
@@ -604,10 +618,20 @@ func underDir(path, dir string) bool {
 }
 
 // ExecPath returns the policy's search path for programs.
-func (p *Policy) ExecPath() []string { return append([]string(nil), p.exec.path...) }
+func (p *Policy) ExecPath() []string {
+	if p == nil {
+		return nil
+	}
+	return append([]string(nil), p.exec.path...)
+}
 
 // Exec returns the exec settings the policy was built with (rules as given).
-func (p *Policy) Exec() ExecSpec { return p.exec.spec }
+func (p *Policy) Exec() ExecSpec {
+	if p == nil {
+		return ExecSpec{}
+	}
+	return p.exec.spec
+}
 
 // envNamed reports whether the policy's Env or one of the rules that
 // allowed the command names variable name. exact limits it to exact names:

@@ -166,6 +166,9 @@ type ExecEnvInput struct {
 // built from os.Environ()) is inherited, not set: it passes only as a
 // host variable would with a nil Set. dropped lists the names removed.
 func (p *Policy) ExecEnv(in ExecEnvInput) (env, dropped []string) {
+	if p == nil {
+		return nil, nil
+	}
 	vals := map[string]string{}
 	var order []string
 	put := func(k, v string) {

@@ -140,6 +140,9 @@ func isStdDevice(p string) bool {
 // a write root, or a read root when ExecSpec.DirInReadRoots is set. cwd is
 // the host's working directory, the "." root.
 func (p *Policy) CheckExecDir(dir, cwd string) Decision {
+	if p == nil {
+		return denyNoPolicy
+	}
 	if len(dir) == 0 || dir[0] != '/' {
 		return Deny(TierInvalid, ruleNotResolved, "working directory not resolved")
 	}

@@ -383,6 +383,9 @@ func familyOK(network string, a netip.Addr) bool {
 // allowing every address; otherwise it is denied (TierSoft). CheckNet makes
 // no system call and does not allocate.
 func (p *Policy) CheckNet(op Op, network, host string, port uint16, addrs []netip.Addr) Decision {
+	if p == nil {
+		return denyNoPolicy
+	}
 	kind, _ := parseNetwork(network)
 	if kind == netNone {
 		return Deny(TierInvalid, ruleNetInput, reasonBadNetwork)
@@ -473,6 +476,9 @@ func (p *Policy) checkNet(op Op, kind netKind, network, host string, lit netip.A
 // for host (a canonical name, or "" when the address was given literally).
 // It is CheckNet for a single address, without allocating.
 func (p *Policy) CheckDial(network, host string, ip netip.Addr, port uint16) Decision {
+	if p == nil {
+		return denyNoPolicy
+	}
 	if host == "" {
 		kind, _ := parseNetwork(network)
 		if kind == netNone || kind == netUnix {
@@ -579,6 +585,9 @@ func (p *Policy) checkUnix(op Op, path string) Decision {
 
 // NetRuleCount reports how many net rules the policy holds.
 func (p *Policy) NetRuleCount() int {
+	if p == nil {
+		return 0
+	}
 	n := len(p.net.addrs) + len(p.net.paths)
 	for _, rs := range p.net.exact {
 		n += len(rs)
@@ -599,6 +608,9 @@ const maxForwardRange = 256
 // are not listed; skipped says so. Every connection through a forward is
 // decided again with CheckDial.
 func (p *Policy) LoopbackPorts() (ports []uint16, skipped bool) {
+	if p == nil {
+		return nil, false
+	}
 	seen := map[uint16]bool{}
 	loop4, loop6 := netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")
 	for _, r := range p.net.addrs {

@@ -329,6 +329,9 @@ func (p *Policy) addFileEntry(k RuleKind, v string) {
 // ReplaceProtected is set). Exec and net rules are not part of it. The
 // sandbox uses it to judge a child's file calls with the same rules.
 func (p *Policy) FileSpec(cwd string) Spec {
+	if p == nil {
+		return Spec{}
+	}
 	s := Spec{
 		WriteRoots:       append([]string(nil), p.writeRoots...),
 		ReadRoots:        append([]string(nil), p.readRoots...),
@@ -344,13 +347,28 @@ func (p *Policy) FileSpec(cwd string) Spec {
 }
 
 // WriteRoots returns the absolute write roots, every spelling, without ".".
-func (p *Policy) WriteRoots() []string { return append([]string(nil), p.writeRoots...) }
+func (p *Policy) WriteRoots() []string {
+	if p == nil {
+		return nil
+	}
+	return append([]string(nil), p.writeRoots...)
+}
 
 // ReadRoots returns the absolute read roots; empty means reads are unrestricted.
-func (p *Policy) ReadRoots() []string { return append([]string(nil), p.readRoots...) }
+func (p *Policy) ReadRoots() []string {
+	if p == nil {
+		return nil
+	}
+	return append([]string(nil), p.readRoots...)
+}
 
 // DotRoot reports whether "." (the handle's working directory) is a write root.
-func (p *Policy) DotRoot() bool { return p.dot != nil }
+func (p *Policy) DotRoot() bool { return p != nil && p.dot != nil }
 
 // Rules returns every rule of the policy, built-in ones included, in order.
-func (p *Policy) Rules() []*Rule { return append([]*Rule(nil), p.rules...) }
+func (p *Policy) Rules() []*Rule {
+	if p == nil {
+		return nil
+	}
+	return append([]*Rule(nil), p.rules...)
+}

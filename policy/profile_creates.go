@@ -37,6 +37,9 @@ var gitInitCreation = &ToolCreation{
 // protected names, nil when nothing. Only a policy that uses the git
 // profile lets `git init` create `.git/config`.
 func (p *Policy) ToolCreation(pl *ExecPlan) *ToolCreation {
+	if p == nil {
+		return nil
+	}
 	if len(pl.Commands) != 1 || len(pl.Wrappers) != 0 || pl.Opaque != "" || len(pl.Redirects) != 0 ||
 		len(pl.Assigns) != 0 || pl.OpaqueRedirect {
 		return nil
