@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"syscall"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -24,8 +25,15 @@ type ListenConfig struct {
 	Resolver Resolver
 }
 
-// Listen announces on address in the scope ctx carries.
+// Listen announces on address in the scope ctx carries. The listener (a
+// *Listener) and the connections it accepts are closed by the scope's
+// release.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	ln, err := lc.listen(ctx, network, address)
+	return trackListener(audit.From(ctx), network, ln, err)
+}
+
+func (lc *ListenConfig) listen(ctx context.Context, network, address string) (net.Listener, error) {
 	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver, "")
 	if err != nil {
 		return nil, err
@@ -42,8 +50,13 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 }
 
 // ListenPacket announces a packet socket (udp) on address in the scope ctx
-// carries.
+// carries. The socket (a *PacketConn) is closed by the scope's release.
 func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
+	pc, err := lc.listenPacket(ctx, network, address)
+	return trackPacket(audit.From(ctx), network, pc, err)
+}
+
+func (lc *ListenConfig) listenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
 	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver, "")
 	if err != nil {
 		return nil, err

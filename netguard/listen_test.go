@@ -91,3 +91,58 @@ func TestListenSecondLine(t *testing.T) {
 	ln.Close()
 	var _ net.Listener = ln
 }
+
+// TestReleaseClosesListeners: a scope's release closes the listeners and
+// packet sockets made in it and the connections they accepted; nothing is
+// accepted afterwards.
+func TestReleaseClosesListeners(t *testing.T) {
+	p, err := policy.New(policy.Spec{Net: policy.NetSpec{Rules: []policy.NetRule{
+		{CIDR: "127.0.0.1", Listen: true},
+		{CIDR: "127.0.0.1", Network: "udp", Listen: true, Ports: []string{"0"}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := audit.New(p, audit.WithLogger(discard()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := g.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ln.(*Listener); !ok {
+		t.Fatalf("Listen returned %T, want *Listener", ln)
+	}
+	pc, err := (&ListenConfig{}).ListenPacket(ctx, "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	served, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := served.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("write on an accepted connection after release: %v, want net.ErrClosed", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("accept after release: %v, want net.ErrClosed", err)
+	}
+	if _, _, err := pc.ReadFrom(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("read on a packet socket after release: %v, want net.ErrClosed", err)
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Error("the listener still accepts connections after release")
+	}
+}
