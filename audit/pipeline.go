@@ -36,6 +36,7 @@ func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
 	if err := s.Err(); err != nil {
 		if de, ok := err.(*DenyError); ok {
 			de.Protocol, de.Op, de.Target, de.Target2 = ev.Protocol, ev.Op, ev.Target, ev.Target2
+			de.Caller = ev.Caller() // past the facade's PassOver helpers
 		}
 		return err
 	}

@@ -163,6 +163,19 @@ func (s *Scope) Policies() []*policy.Policy {
 // Mode returns the guard's mode for protocol p.
 func (s *Scope) Mode(p Protocol) Mode { return s.g.Mode(p) }
 
+// ErrFor is Err with the caller found past the functions passOver names
+// (a facade's helpers, as Event.PassOver), so the error names the code
+// that called, say, afero.WriteFile, not afero.WriteFile.
+func (s *Scope) ErrFor(passOver ...string) error {
+	err := s.Err()
+	if de, ok := err.(*DenyError); ok && len(passOver) > 0 {
+		if fs := callerStack(passOver...); len(fs) > 0 {
+			de.Caller = fs[0]
+		}
+	}
+	return err
+}
+
 // Err reports whether the scope can still be used: nil, or a *DenyError
 // wrapping ErrNoScope (nil scope) or ErrScopeClosed (it, or a scope it is
 // nested in, was released).

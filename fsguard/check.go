@@ -11,7 +11,7 @@ import (
 // link act on the entry itself. err is the scope's error (no scope, or a
 // released one) or the resolution error; the decision then denies.
 func (f *Fs) Check(op policy.Op, name string) (d policy.Decision, resolvedPath string, err error) {
-	if err := f.scope.Err(); err != nil {
+	if err := f.scope.ErrFor(aferoHelpers...); err != nil {
 		return policy.Deny(policy.TierInvalid, RuleResolve, "no open scope"), "", err
 	}
 	follow := true

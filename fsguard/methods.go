@@ -19,7 +19,7 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 
 // offErr is the scope check an Off-mode passthrough still makes.
 func (f *Fs) offErr(op, name string) error {
-	if err := f.scope.Err(); err != nil {
+	if err := f.scope.ErrFor(aferoHelpers...); err != nil {
 		return pathErr(op, name, err)
 	}
 	return nil
@@ -399,7 +399,7 @@ func (f *Fs) RemoveAll(name string) error {
 		// 28830), and its unlinkat's EINVAL for a NUL, which no system
 		// call ever sees (so asking it has no effect).
 		if name == "" {
-			if serr := f.scope.Err(); serr != nil {
+			if serr := f.scope.ErrFor(aferoHelpers...); serr != nil {
 				return pathErr("removeall", name, serr)
 			}
 			return nil

@@ -103,7 +103,7 @@ func resolveDetail(err error) string {
 // other failure runs the pipeline with an invalid-tier denial, so it is
 // recorded and reaches the callbacks like every denial.
 func (f *Fs) denyResolve(ev *audit.Event, err error) error {
-	if serr := f.scope.Err(); serr != nil {
+	if serr := f.scope.ErrFor(aferoHelpers...); serr != nil {
 		return serr // no scope, or a released one, comes first
 	}
 	switch {
