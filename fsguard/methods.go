@@ -377,6 +377,9 @@ func (f *Fs) Remove(name string) error {
 		}
 		return f.renameErr(f.base.Remove(f.abs(name)), "remove", name)
 	}
+	if err, ok := f.removeSlashedLink(name); ok {
+		return err
+	}
 	if err, ok := f.fastRemove(name, f.getwd()); ok {
 		return err
 	}
@@ -385,6 +388,30 @@ func (f *Fs) Remove(name string) error {
 		return err
 	}
 	return f.carryOut(r, "remove", name, (*os.Root).Remove, f.base.Remove)
+}
+
+// removeSlashedLink answers Remove of a symbolic link named with a
+// trailing slash ("link/") as the kernel does: rmdir does not follow the
+// link, which is not a directory (ENOTDIR, dangling or not), so nothing
+// is removed. The policy is asked about
+// the link first, as for any remove. ok is false for any other name.
+func (f *Fs) removeSlashedLink(name string) (err error, ok bool) {
+	t := strings.TrimRight(name, "/")
+	if t == name || t == "" {
+		return nil, false
+	}
+	r, rerr := f.resolve(t, f.getwd(), false)
+	if rerr != nil {
+		return nil, false
+	}
+	fi, lerr := f.lstat(r.path)
+	if lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil, false
+	}
+	if _, _, err := f.single(policy.OpDelete, "remove", t, false, false, 0); err != nil {
+		return err, true
+	}
+	return &fs.PathError{Op: "remove", Path: name, Err: syscall.ENOTDIR}, true
 }
 
 // RemoveAll removes name and everything under it. Every entry it would
@@ -417,7 +444,13 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	cwd := f.getwd()
 	ev := &audit.Event{Op: policy.OpDelete, Target: name}
-	r, err := f.resolve(name, cwd, false)
+	// os.RemoveAll removes the last name itself, trailing slashes or not:
+	// "link/" removes the link, never its target's contents.
+	target := name
+	if t := strings.TrimRight(name, "/"); t != "" {
+		target = t
+	}
+	r, err := f.resolve(target, cwd, false)
 	if err != nil {
 		return pathErr("removeall", name, f.denyResolve(ev, err))
 	}
