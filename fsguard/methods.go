@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -357,6 +358,14 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	if err := f.check(ev, req); err != nil {
 		return pathErr("mkdir", name, err)
 	}
+	if r.path != filepath.Clean(absAt(name, cwd)) {
+		// Allowed, and a symbolic link on the way: os.MkdirAll stops at
+		// one that points at nothing ("mkdir P: file exists") instead of
+		// making its target. Nothing is created.
+		if p, ok := f.danglingPrefix(name, cwd); ok {
+			return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}
+		}
+	}
 	return f.carryOut(r, "mkdir", name,
 		func(root *os.Root, p string) error { return root.MkdirAll(p, perm) },
 		func(p string) error { return f.base.MkdirAll(p, perm) })
@@ -388,6 +397,39 @@ func (f *Fs) Remove(name string) error {
 		return err
 	}
 	return f.carryOut(r, "remove", name, (*os.Root).Remove, f.base.Remove)
+}
+
+// danglingPrefix finds, among the leading parts of name that MkdirAll
+// walks (as os.MkdirAll splits it), the first that is a symbolic link to
+// nothing before any part is missing: os.MkdirAll fails there with
+// EEXIST, where following the link would create its target. It is asked
+// only once the policy allowed the creation: where the guard allows, the
+// error is the OS's.
+func (f *Fs) danglingPrefix(name, cwd string) (string, bool) {
+	for i := 1; i <= len(name); i++ {
+		if i < len(name) && name[i] != '/' {
+			continue
+		}
+		p := name[:i]
+		if strings.TrimRight(p, "/") != p {
+			continue
+		}
+		r, err := f.resolve(p, cwd, false)
+		if err != nil {
+			return "", false
+		}
+		fi, err := f.lstat(r.path)
+		if err != nil {
+			return "", false // missing: os.MkdirAll makes it and what follows
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if _, err := f.base.Stat(r.path); err != nil && errors.Is(err, fs.ErrNotExist) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // removeSlashedLink answers Remove of a symbolic link named with a

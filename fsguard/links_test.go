@@ -15,11 +15,13 @@ import (
 	"github.com/auditguard/auditguard/policy"
 )
 
-// TestTrailingSlashAfterLink: Remove and RemoveAll of a name with a
-// trailing slash have the OS's effect and error on twin fresh layouts: a
-// link to a directory, a dangling link, a file, a directory. RemoveAll of
-// "link/" removes the link, never its target's contents.
-func TestTrailingSlashAfterLink(t *testing.T) {
+// TestLinkFidelity: where symbolic links meet trailing slashes and
+// MkdirAll, the guard has the OS's effect and error, on twin fresh
+// layouts: a link to a directory, a dangling link, a file, a directory.
+// RemoveAll of "link/" removes the link, never its target's contents;
+// MkdirAll through a link to nothing fails as os.MkdirAll does instead of
+// making the link's target.
+func TestLinkFidelity(t *testing.T) {
 	layout := func(t *testing.T) string {
 		dir := t.TempDir()
 		must := func(err error) {
@@ -39,27 +41,11 @@ func TestTrailingSlashAfterLink(t *testing.T) {
 	}
 	state := func(dir string) map[string]bool {
 		out := map[string]bool{}
-		for _, n := range []string{"target", "target/f", "empty", "link", "elink", "dangling", "file", "dir"} {
+		for _, n := range []string{"target", "target/f", "target/x", "empty", "link", "elink", "dangling", "missing", "missing/x", "file", "dir"} {
 			_, err := os.Lstat(filepath.Join(dir, n))
 			out[n] = err == nil
 		}
 		return out
-	}
-	guarded := func(t *testing.T, dir string) afero.Fs {
-		p, err := policy.New(policy.Spec{WriteRoots: []string{dir}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := audit.New(p, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, release, err := g.Enter(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(release)
-		return fsguard.New(ctx, afero.NewOsFs())
 	}
 	for _, tc := range []struct {
 		name string
@@ -73,6 +59,10 @@ func TestTrailingSlashAfterLink(t *testing.T) {
 		{"RemoveAll file/", func(f afero.Fs, d string) error { return f.RemoveAll(filepath.Join(d, "file") + "/") }},
 		{"RemoveAll dir/", func(f afero.Fs, d string) error { return f.RemoveAll(filepath.Join(d, "dir") + "/") }},
 		{"Remove dir/", func(f afero.Fs, d string) error { return f.Remove(filepath.Join(d, "dir") + "/") }},
+		{"MkdirAll dangling", func(f afero.Fs, d string) error { return f.MkdirAll(filepath.Join(d, "dangling"), 0o755) }},
+		{"MkdirAll dangling/x", func(f afero.Fs, d string) error { return f.MkdirAll(filepath.Join(d, "dangling", "x"), 0o755) }},
+		{"MkdirAll link/x", func(f afero.Fs, d string) error { return f.MkdirAll(filepath.Join(d, "link", "x"), 0o755) }},
+		{"Mkdir dangling", func(f afero.Fs, d string) error { return f.Mkdir(filepath.Join(d, "dangling"), 0o755) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rawDir, gDir := layout(t), layout(t)
@@ -89,6 +79,25 @@ func TestTrailingSlashAfterLink(t *testing.T) {
 			}
 		})
 	}
+}
+
+// guarded is a guarded OS filesystem whose only write root is dir.
+func guarded(t *testing.T, dir string) afero.Fs {
+	t.Helper()
+	p, err := policy.New(policy.Spec{WriteRoots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := audit.New(p, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := g.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	return fsguard.New(ctx, afero.NewOsFs())
 }
 
 // errString renders err with its directory replaced, so twin layouts
