@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/isolate"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
@@ -83,83 +83,19 @@ func noSurvivors(t testing.TB, c *procguard.Confinement) {
 	if c.Sandbox == nil {
 		t.Fatalf("the call ran without a sandbox: %s", c.SandboxNote)
 	}
-	if m := namespaceMembers(c.Sandbox.PidNamespace, c.ProcessGroup); len(m) > 0 {
+	if m := proctree.NamespaceMembers(c.Sandbox.PidNamespace, c.ProcessGroup); len(m) > 0 {
 		t.Errorf("processes of the call survived: %v", m)
 	}
 }
 
-// namespaceMembers lists the live processes of pid namespace ns, whose
-// init has host pid initPid. A freed namespace's inode number is soon
-// reused by another one (the next sandbox, a pooled trampoline): when the
-// namespace now named ns has another init, it is not the caller's, and
-// nothing is listed (its own init gone, the kernel ended every process of
-// the old one).
-func namespaceMembers(ns string, initPid int) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns || !alive(pid) {
-			continue
-		}
-		if pid != initPid && nsPidOne(pid) {
-			return nil // another namespace under the same inode number
-		}
-		out = append(out, pid)
-	}
-	return out
-}
-
-// nsPidOne reports whether pid is pid 1 of its own pid namespace.
-func nsPidOne(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			fs := strings.Fields(f)
-			return len(fs) > 0 && fs[len(fs)-1] == "1"
-		}
-	}
-	return false
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
 // children lists this process's live children (zombies excluded).
-func children(t testing.TB) []string {
+func children(t testing.TB) []int {
 	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
+	kids, err := proctree.Children()
 	if err != nil {
 		t.Skipf("no /proc task list: %v", err)
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, task := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
-		for _, pid := range strings.Fields(string(b)) {
-			if seen[pid] {
-				continue
-			}
-			seen[pid] = true
-			if n, err := strconv.Atoi(pid); err == nil && alive(n) {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
+	return kids
 }
 
 // fdCount counts this process's descriptors, leaving out those of

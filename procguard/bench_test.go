@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
 	"github.com/auditguard/auditguard/procguard/sandbox"
@@ -301,7 +302,7 @@ func liveDescendants(pid int) []int {
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = append(queue[1:], children[p]...)
-		if alive(p) {
+		if proctree.Alive(p) {
 			out = append(out, p)
 		}
 	}

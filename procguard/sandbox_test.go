@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
 	"github.com/auditguard/auditguard/procguard/sandbox"
@@ -90,7 +91,7 @@ func runScript(t *testing.T, e *env, script string, args ...string) (string, err
 	c.Dir = e.dir
 	out, err := c.CombinedOutput()
 	if sb := c.Confinement.Sandbox; sb != nil {
-		if m := namespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
+		if m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
 			t.Errorf("processes of the sandbox survived: %v", m)
 		}
 	}
@@ -426,20 +427,20 @@ func TestSandboxDiesWithHost(t *testing.T) {
 	if ns == "" {
 		t.Fatal("the host did not report its sandbox")
 	}
-	m := namespaceMembers(ns, 0)
+	m := proctree.NamespaceMembers(ns, 0)
 	if len(m) < 3 {
 		t.Fatalf("the sandbox should hold init, sh, and the setsid'd sleep: %v", m)
 	}
 	initPid := 0
 	for _, pid := range m {
-		if nsPid(pid) == 1 {
+		if proctree.NsPid(pid) == 1 {
 			initPid = pid
 		}
 	}
 	must(t, host.Process.Signal(syscall.SIGKILL))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		m := namespaceMembers(ns, initPid)
+		m := proctree.NamespaceMembers(ns, initPid)
 		if len(m) == 0 {
 			break
 		}
@@ -466,7 +467,7 @@ func TestSandboxHostProcess(t *testing.T) {
 	must(t, c.Start())
 	// Wait until the setsid'd sleep exists, then report.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(namespaceMembers(c.Confinement.Sandbox.PidNamespace, 0)) < 3 && time.Now().Before(deadline) {
+	for len(proctree.NamespaceMembers(c.Confinement.Sandbox.PidNamespace, 0)) < 3 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	fmt.Println("NS " + c.Confinement.Sandbox.PidNamespace)
@@ -502,7 +503,7 @@ func TestSandboxProcessLimit(t *testing.T) {
 	if !strings.Contains(string(out), "fork") && !strings.Contains(string(out), "Resource temporarily unavailable") {
 		t.Fatalf("60 sleeps started under a limit of 30: %q", out)
 	}
-	if m := namespaceMembers(c.Confinement.Sandbox.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
+	if m := proctree.NamespaceMembers(c.Confinement.Sandbox.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
 		t.Fatalf("survivors: %v", m)
 	}
 }
@@ -530,7 +531,7 @@ func TestScopeReleaseKillsChildren(t *testing.T) {
 		t.Fatal("release did not kill the command")
 	}
 	if sb := c.Confinement.Sandbox; sb != nil {
-		if m := namespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
+		if m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
 			t.Fatalf("survivors: %v", m)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
 )
@@ -71,18 +72,18 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 				if sb := c.Confinement.Sandbox; sb != nil {
 					// The child printed its pid in the sandbox's namespace.
 					ns = sb.PidNamespace
-					if child = hostPid(ns, child); child == 0 {
+					if child = proctree.HostPid(ns, child); child == 0 {
 						t.Fatalf("pid %s not found in %s", line, ns)
 					}
 				}
-				if !alive(child) {
+				if !proctree.Alive(child) {
 					t.Fatalf("background child %d not running", child)
 				}
 				if lo.name == "setsid" {
 					// Wait (bounded) until setsid has moved the child out of the group.
 					deadline := time.Now().Add(5 * time.Second)
 					for {
-						_, cpg, _ := procStat(child)
+						_, cpg, _ := proctree.Stat(child)
 						if cpg != c.Confinement.ProcessGroup {
 							break
 						}
@@ -122,7 +123,7 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 					t.Fatalf("survivors in group %d: %v", pg, m)
 				}
 				if ns != "" {
-					if m := namespaceMembers(ns, c.Confinement.ProcessGroup); len(m) > 0 {
+					if m := proctree.NamespaceMembers(ns, c.Confinement.ProcessGroup); len(m) > 0 {
 						t.Fatalf("survivors in the sandbox's %s: %v", ns, m)
 					}
 				}
@@ -131,7 +132,7 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 						t.Skipf("no cgroup v2 (%s): setsid escapees are not caught", c.Confinement.CgroupNote)
 					}
 				} else {
-					if alive(child) {
+					if proctree.Alive(child) {
 						t.Fatalf("child %d survived", child)
 					}
 					// The cgroup is removed or pooled for reuse, and empty either way.

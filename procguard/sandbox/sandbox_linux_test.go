@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -237,30 +238,14 @@ func fdCount(t *testing.T) int {
 	return len(ents)
 }
 
-// children lists this process's live children (zombies excluded), from
-// every thread's /proc children list.
-func children(t *testing.T) []string {
+// children lists this process's live children (zombies excluded).
+func children(t *testing.T) []int {
 	t.Helper()
-	tasks, err := os.ReadDir("/proc/self/task")
+	kids, err := proctree.Children()
 	if err != nil {
 		t.Skipf("no /proc task list: %v", err)
 	}
-	var out []string
-	seen := map[string]bool{}
-	for _, task := range tasks {
-		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
-		for _, pid := range strings.Fields(string(b)) {
-			if seen[pid] {
-				continue
-			}
-			seen[pid] = true
-			st, err := os.ReadFile("/proc/" + pid + "/stat")
-			if err == nil && !strings.Contains(string(st), ") Z ") {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
+	return kids
 }
 
 // TestSignalsReachTheTarget: a signal the host sends the sandbox (as
