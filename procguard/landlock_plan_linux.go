@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"weak"
 
 	"golang.org/x/sys/unix"
 
@@ -66,7 +67,8 @@ func (c *Cmd) plannedLandlock(pr *prepared) string {
 }
 
 // writableRoots are the write roots every policy of the scope allows
-// writing to, with the host working directory for a "." root.
+// writing to, with the host working directory for a "." root. Whether
+// they exist is left to the caller: a root may be made after the policy.
 func writableRoots(pr *prepared) []string {
 	var cand []string
 	for _, p := range pr.pols {
@@ -83,9 +85,7 @@ next:
 				continue next
 			}
 		}
-		if landlock.Exists(r) {
-			out = append(out, r)
-		}
+		out = append(out, r)
 	}
 	return out
 }
@@ -148,44 +148,47 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 		}
 		note += "; network not restricted: Landlock ABI 4 needed"
 	}
+	base := baseFor(pr)
 	everywhere, writable := uint64(landlock.ReadExec), landlock.HandledFS(abi)
 	if !spec.LandlockExecAny {
 		// Execute only named programs (every ABI handles Execute).
 		everywhere &^= landlock.Execute
 		writable &^= landlock.Execute
-		for _, prog := range executables(pr) {
+		for _, prog := range executables(pr, base) {
 			rs.Rules = append(rs.Rules, landlock.Rule{Path: prog, Access: landlock.Execute | landlock.ReadFile})
 		}
 		// Directories whose programs an allow rule names (ExecRule.Under)
 		// that no child can write (a tool's helper directory) are
 		// executable as a whole; those inside a write root only in the
 		// sandbox (sandboxExecDirs).
-		system, _ := execDirs(pr)
-		for _, d := range system {
+		for _, d := range base.systemDirs {
 			rs.Rules = append(rs.Rules, landlock.Rule{Path: d, Access: landlock.Execute | landlock.ReadFile})
 		}
 	}
-	if roots, ok := readableRoots(pr); ok {
+	if base.readLimited {
 		// Reads are limited to the read roots: nothing is readable
 		// everywhere, and what a program needs to load is granted by name.
-		for _, r := range append(roots, runtimeMinimum...) {
+		for _, r := range base.readRoots {
 			if landlock.Exists(r) {
 				rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: everywhere})
 			}
+		}
+		for _, r := range base.runtime {
+			rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: everywhere})
 		}
 		everywhere = 0
 	}
 	if everywhere != 0 {
 		rs.Rules = append(rs.Rules, landlock.Rule{Path: "/", Access: everywhere})
 	}
-	for _, r := range writableRoots(pr) {
-		rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: writable})
-	}
-	for _, d := range devices {
-		if landlock.Exists(d) {
-			rs.Rules = append(rs.Rules, landlock.Rule{Path: d,
-				Access: landlock.ReadFile | landlock.WriteFile | landlock.Truncate | landlock.IoctlDev})
+	for _, r := range base.writeRoots {
+		if landlock.Exists(r) {
+			rs.Rules = append(rs.Rules, landlock.Rule{Path: r, Access: writable})
 		}
+	}
+	for _, d := range base.devices {
+		rs.Rules = append(rs.Rules, landlock.Rule{Path: d,
+			Access: landlock.ReadFile | landlock.WriteFile | landlock.Truncate | landlock.IoctlDev})
 	}
 	rs.Normalize()
 	if len(rs.Rules) == 0 {
@@ -197,8 +200,7 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 // execDirs returns the directories of the Under allow rules every policy
 // of the scope shares (an equal or enclosing directory in each) that exist,
 // split into those no write root overlaps and those that overlap one.
-func execDirs(pr *prepared) (system, writable []string) {
-	roots := writableRoots(pr)
+func execDirs(pr *prepared, roots []string) (system, writable []string) {
 next:
 	for _, d := range pr.pol.ExecDirs() {
 		for _, p := range pr.pols[1:] {
@@ -233,7 +235,7 @@ func sandboxExecDirs(pr *prepared, rs *landlock.Ruleset) *landlock.Ruleset {
 	if rs == nil || pr.pol.Exec().LandlockExecAny {
 		return rs
 	}
-	_, writable := execDirs(pr)
+	writable := baseFor(pr).writableDirs
 	if len(writable) == 0 {
 		return rs
 	}
@@ -248,25 +250,117 @@ func sandboxExecDirs(pr *prepared, rs *landlock.Ruleset) *landlock.Ruleset {
 
 // executables are the files a child may execute unless the policy sets
 // LandlockExecAny: the programs of every allow rule all policies of the
-// scope share, the programs the decision approved for this command (the
-// program started, every command and wrapper of its plan, which covers a
-// command rescued by OnCall, BeforeDeny or Warn), plus the ELF interpreters
-// and "#!" interpreters they need ("#!/usr/bin/env NAME" adds env and NAME
-// looked up in the policy's PATH, which is the child's PATH).
+// scope share (base.programs), the programs the decision approved for this
+// command (the program started, every command and wrapper of its plan,
+// which covers a command rescued by OnCall, BeforeDeny or Warn), plus the
+// ELF interpreters and "#!" interpreters they need ("#!/usr/bin/env NAME"
+// adds env and NAME looked up in the policy's PATH, which is the child's
+// PATH).
 //
 // The programs of allow rules come first and the ruleset is normalized, so
 // a command whose programs all have allow rules gets the same ruleset (and
 // the same reused restricted thread) as any other such command.
-func executables(pr *prepared) []string {
-	seen := map[string]bool{}
-	var out []string
+func executables(pr *prepared, base *landlockBase) []string {
+	out := slices.Clone(base.programs)
+	seen := base.programSet
+	var own map[string]bool // programs of this command beyond the base
 	var add func(p string, depth int)
 	add = func(p string, depth int) {
-		if p == "" || seen[p] || depth > 4 {
+		if p == "" || seen[p] || own[p] || depth > 4 {
 			return
 		}
-		seen[p] = true
+		if own == nil {
+			own = map[string]bool{}
+		}
+		own[p] = true
 		out = append(out, p)
+		for _, interp := range interpreters(p, pr.pol.ExecPath()) {
+			add(interp, depth+1)
+		}
+	}
+	add(pr.program, 0)
+	for _, c := range pr.req.Plan.Commands {
+		add(c.Program, 0)
+	}
+	for _, c := range pr.req.Plan.Wrappers {
+		add(c.Program, 0)
+	}
+	return out
+}
+
+// landlockBase is the part of a child's ruleset that depends only on the
+// scope's policies (and the host working directory a "." root stands
+// for), worked out once per policy snapshot rather than on every start:
+// resolving interpreters and checking which system paths exist is most of
+// what building a ruleset costs. A reloaded policy is a new snapshot and
+// gets a new base. What may appear later (a write or read root made after
+// the policy) is checked on every start instead.
+type landlockBase struct {
+	programs   []string        // shared allow-rule programs and their interpreters
+	programSet map[string]bool // programs as a set
+	systemDirs []string        // Under directories no write root overlaps (existing)
+	// writableDirs are Under directories that overlap a write root
+	// (existing): executable in the sandbox only.
+	writableDirs []string
+	readLimited  bool     // some policy has read roots
+	readRoots    []string // read roots every policy allows
+	runtime      []string // runtimeMinimum entries that exist
+	writeRoots   []string // write roots every policy allows
+	devices      []string // devices that exist
+}
+
+// baseEntry is one cached base with what it was built for. Policies are
+// held by weak pointers: a policy's address may be reused once it is
+// collected, a weak pointer never is, so a new policy at an old address
+// cannot pick up the old policy's base.
+type baseEntry struct {
+	pols []weak.Pointer[policy.Policy]
+	cwd  string
+	base *landlockBase
+}
+
+var (
+	baseMu    sync.Mutex
+	baseCache []baseEntry // most recent last; a few snapshots at most
+)
+
+const baseCacheSize = 16
+
+// baseFor returns the cached base for pr's policies, building it on first
+// use. The cache keeps a few snapshots: hot reloads replace policies, and
+// an old snapshot's base is simply built again if it comes back.
+func baseFor(pr *prepared) *landlockBase {
+	key := make([]weak.Pointer[policy.Policy], len(pr.pols))
+	for i, p := range pr.pols {
+		key[i] = weak.Make(p)
+	}
+	baseMu.Lock()
+	for _, e := range slices.Backward(baseCache) {
+		if e.cwd == pr.cwd && slices.Equal(e.pols, key) {
+			baseMu.Unlock()
+			return e.base
+		}
+	}
+	baseMu.Unlock()
+	b := buildBase(pr)
+	baseMu.Lock()
+	if len(baseCache) >= baseCacheSize {
+		baseCache = slices.Delete(baseCache, 0, 1)
+	}
+	baseCache = append(baseCache, baseEntry{pols: key, cwd: pr.cwd, base: b})
+	baseMu.Unlock()
+	return b
+}
+
+func buildBase(pr *prepared) *landlockBase {
+	b := &landlockBase{programSet: map[string]bool{}}
+	var add func(p string, depth int)
+	add = func(p string, depth int) {
+		if p == "" || b.programSet[p] || depth > 4 {
+			return
+		}
+		b.programSet[p] = true
+		b.programs = append(b.programs, p)
 		for _, interp := range interpreters(p, pr.pol.ExecPath()) {
 			add(interp, depth+1)
 		}
@@ -282,52 +376,71 @@ func executables(pr *prepared) []string {
 			add(prog, 0)
 		}
 	}
-	add(pr.program, 0)
-	for _, c := range pr.req.Plan.Commands {
-		add(c.Program, 0)
+	b.writeRoots = writableRoots(pr)
+	b.systemDirs, b.writableDirs = execDirs(pr, b.writeRoots)
+	b.readRoots, b.readLimited = readableRoots(pr)
+	for _, r := range runtimeMinimum {
+		if landlock.Exists(r) {
+			b.runtime = append(b.runtime, r)
+		}
 	}
-	for _, c := range pr.req.Plan.Wrappers {
-		add(c.Program, 0)
+	for _, d := range devices {
+		if landlock.Exists(d) {
+			b.devices = append(b.devices, d)
+		}
 	}
-	return out
+	return b
 }
 
 // interpreters returns the real paths of what executing path needs besides
 // path: its ELF interpreter, or its "#!" interpreter and, for
 // "#!/usr/bin/env [-S] NAME", NAME looked up in search.
+//
+// Every start of a confined command asks this for each program it may run,
+// so the answer is cached with the program's identity (interpreter): the
+// real path of a program's own interpreter is resolved once per version of
+// the program. NAME of an env line is looked up on every call, as it
+// depends on search and on what is installed now.
 func interpreters(path string, search []string) []string {
-	fields := interpreter(path)
-	if len(fields) == 0 || !filepath.IsAbs(fields[0]) {
+	in := interpreter(path)
+	if len(in.fields) == 0 || !filepath.IsAbs(in.fields[0]) {
 		return nil // a relative "#!" resolves against the child's directory: not granted
 	}
-	var out []string
-	if real, err := filepath.EvalSymlinks(fields[0]); err == nil {
-		out = append(out, real)
-		if filepath.Base(real) == "env" || filepath.Base(fields[0]) == "env" {
-			for _, f := range fields[1:] {
-				if strings.HasPrefix(f, "-") || strings.ContainsRune(f, '=') {
-					continue // options (-S, -i, -u NAME is rare in "#!") and assignments
-				}
-				if found, err := policy.LookPath(f, search); err == nil {
-					if real, err := filepath.EvalSymlinks(found); err == nil {
-						out = append(out, real)
-					}
-				}
-				break
+	if in.real == "" {
+		return nil
+	}
+	out := []string{in.real}
+	if filepath.Base(in.real) == "env" || filepath.Base(in.fields[0]) == "env" {
+		for _, f := range in.fields[1:] {
+			if strings.HasPrefix(f, "-") || strings.ContainsRune(f, '=') {
+				continue // options (-S, -i, -u NAME is rare in "#!") and assignments
 			}
+			if found, err := policy.LookPath(f, search); err == nil {
+				if real, err := filepath.EvalSymlinks(found); err == nil {
+					out = append(out, real)
+				}
+			}
+			break
 		}
 	}
 	return out
 }
 
-// interpreter returns the ELF interpreter (PT_INTERP), or the "#!" line's
-// interpreter and its arguments, of an executable file; nil when none.
-// Results are cached by path and file identity (device, inode, size,
+// interpInfo is what a program needs to be executed: the ELF interpreter
+// (PT_INTERP) or the "#!" line's interpreter and arguments (fields), and
+// the real path of fields[0] ("" when it does not resolve).
+type interpInfo struct {
+	fields []string
+	real   string
+}
+
+// interpreter returns the interpreter of an executable file; zero when
+// none. Results are cached by path and file identity (device, inode, size,
 // modification time), so a replaced file is read again.
-func interpreter(path string) []string {
+func interpreter(path string) interpInfo {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return nil
+		return interpInfo{}
 	}
 	id := interpID{path: path, dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim}
 	interpMu.Lock()
@@ -336,7 +449,10 @@ func interpreter(path string) []string {
 	if ok {
 		return v
 	}
-	v = readInterpreter(path)
+	v.fields = readInterpreter(path)
+	if len(v.fields) > 0 && filepath.IsAbs(v.fields[0]) {
+		v.real, _ = filepath.EvalSymlinks(v.fields[0])
+	}
 	interpMu.Lock()
 	if len(interpCache) >= 1024 {
 		clear(interpCache)
@@ -355,7 +471,7 @@ type interpID struct {
 
 var (
 	interpMu    sync.Mutex
-	interpCache = map[interpID][]string{}
+	interpCache = map[interpID]interpInfo{}
 )
 
 func readInterpreter(path string) []string {

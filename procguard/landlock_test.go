@@ -3,7 +3,10 @@ package procguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -329,4 +332,52 @@ func TestLandlockDenyNetwork(t *testing.T) {
 		t.Fatalf("host restricted: %v", err)
 	}
 	conn.Close()
+}
+
+// TestLandlockRootMadeLater: what a child's ruleset needs from the policy
+// is worked out once per policy snapshot, but a write root that did not
+// exist at the first start and was made afterwards is writable for the
+// next child all the same (existence is checked on every start).
+func TestLandlockRootMadeLater(t *testing.T) {
+	needLandlock(t)
+	dir := t.TempDir()
+	later := filepath.Join(t.TempDir(), "later")
+	pol, err := policy.New(policy.Spec{WriteRoots: []string{dir, later},
+		Exec: policy.ExecSpec{Rules: allow("sh", "true"), NoSandbox: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := audit.New(pol, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithBeforeDeny(func(context.Context, *audit.Event) bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, release, err := g.Enter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	write := func() error {
+		c := procguard.CommandContext(ctx, "sh", "-c", "echo x > "+later+"/f")
+		c.Dir = dir
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	// The first start builds the policy's part of the ruleset while the
+	// root is missing: the shell fails on its own (no such directory),
+	// not by a policy decision.
+	if err := write(); err == nil || errors.Is(err, audit.ErrDenied) || !strings.Contains(err.Error(), "nonexistent") && !strings.Contains(err.Error(), "No such file") {
+		t.Fatalf("the write into a root that does not exist yet: %v", err)
+	}
+	if err := os.Mkdir(later, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(); err != nil {
+		t.Fatalf("the root made after the first start is not writable: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(later, "f")); err != nil || string(got) != "x\n" {
+		t.Fatalf("later/f = %q, %v", got, err)
+	}
 }
