@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -230,7 +229,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 
 	sandbox.SetPrewarm(false) // ends the ready trampoline: no descendant is left
 	defer sandbox.SetPrewarm(true)
-	if left := liveDescendants(os.Getpid()); len(left) > 0 {
+	if left := proctree.Descendants(os.Getpid()); len(left) > 0 {
 		b.Fatalf("processes started by the benchmark survived: %v", left)
 	}
 	n := len(sides[0].ns)
@@ -268,43 +267,4 @@ func median[T int64 | float64](s []T) T {
 		return s[m]
 	}
 	return (s[m-1] + s[m]) / 2
-}
-
-// liveDescendants lists the live (non-zombie) descendants of pid. A
-// process a sandbox leaked would be one: orphans of the sandbox are
-// reparented to its init, this process's child, and the kernel kills every
-// process of the pid namespace when that init exits. (Matching by pid
-// namespace instead could find another process's sandbox that reused a
-// freed namespace's inode number.)
-func liveDescendants(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	children := map[int][]int{}
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-				if pp, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-					children[pp] = append(children[pp], p)
-				}
-				break
-			}
-		}
-	}
-	var out []int
-	queue := children[pid]
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = append(queue[1:], children[p]...)
-		if proctree.Alive(p) {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -137,3 +137,52 @@ func NamespaceMembers(ns string, initPid int) []int {
 	}
 	return out
 }
+
+// Descendants lists the live (non-zombie) processes below pid, children
+// first. A process a command or a sandbox leaked would be one: orphans of
+// a sandbox are reparented to its init, and the kernel kills every process
+// of the pid namespace when that init exits. (Matching by pid namespace
+// instead could find another process's sandbox that reused a freed
+// namespace's inode number.)
+func Descendants(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp := parentOf(p); pp > 0 {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := children[pid]
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = append(queue[1:], children[p]...)
+		if Alive(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parentOf is pid's parent, 0 if unknown.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(f[1])
+	return pp
+}
