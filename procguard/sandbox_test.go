@@ -357,6 +357,10 @@ func TestSandboxRlimitsFromTheStart(t *testing.T) {
 			c := procguard.CommandContext(e.ctx, "sh", "-c", "ulimit -n; ulimit -t")
 			c.Dir = e.dir
 			c.Timeout = 60 * time.Second
+			// 100 starts at once on a loaded machine can leave the
+			// output's copier unscheduled for longer than the default
+			// 2 s after the sandbox ended; the limits are what is tested.
+			c.WaitDelay = 20 * time.Second
 			out, err := c.Output()
 			if err != nil || string(out) != "64\n30\n" {
 				errs <- fmt.Errorf("start %d: %v %q", i, err, out)
