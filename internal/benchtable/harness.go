@@ -125,6 +125,11 @@ func measure(ctx context.Context, cfg config, sides []*side, base string, n, max
 				c = s
 			}
 		}
+		// The first call of a side is often far slower than the rest
+		// (code paged in, caches cold): it is left out of the estimate.
+		if _, _, err := c.block(1); err != nil {
+			return 0, 0, err
+		}
 		for k := 1; ; k *= 4 {
 			d, _, err := c.block(k)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -173,10 +174,14 @@ func printTable(w io.Writer, rows []*row) {
 	}
 }
 
+// targetsText lists a row's distinct target texts, for a row that was not
+// measured.
 func targetsText(ts []target) string {
 	var out []string
 	for _, t := range ts {
-		out = append(out, t.side+": "+t.text)
+		if !slices.Contains(out, t.text) {
+			out = append(out, t.text)
+		}
 	}
 	return strings.Join(out, "; ")
 }
