@@ -21,7 +21,8 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // undone by close in reverse order.
 type env struct {
 	dir   string // resolved temp dir, on tmpfs when the host has one
-	where string // "tmpfs (/dev/shm)" or "temp dir (...)"
+	where string // "tmpfs /dev/shm" or "temp dir /tmp"
+	roots int    // write roots of the many-roots row (0: 10,000)
 	undo  []func()
 }
 

@@ -75,6 +75,9 @@ func execRow(e *env) (*row, error) {
 	} else if c.Confinement.Sandbox == nil {
 		sb.skip = "no sandbox on this host: " + c.Confinement.SandboxNote
 	}
+	if sb.skip != "" {
+		prep = nil // no pool to refill
+	}
 	bw := &side{name: "bwrap", prep: prep}
 	if path, err := exec.LookPath("bwrap"); err != nil {
 		bw.skip = "bubblewrap is not installed (apt-get install bubblewrap to compare)"

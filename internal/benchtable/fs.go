@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/afero"
 
@@ -313,9 +314,13 @@ func fsRows(e *env) ([]*row, error) {
 }
 
 // manyRootsRow is Create+Write+Close in the last of 10,000 write roots
-// (each a real directory), guarded with the default checks, against raw.
+// (each a real directory; e.roots when set), guarded with the default
+// checks, against raw.
 func manyRootsRow(e *env) (*row, error) {
-	const count = 10000
+	count := 10000
+	if e.roots > 0 {
+		count = e.roots
+	}
 	parent, err := e.mkdir("roots")
 	if err != nil {
 		return nil, err
@@ -352,12 +357,21 @@ func manyRootsRow(e *env) (*row, error) {
 		}
 	}
 	return &row{
-		group: "fs", call: "Create+Write+Close, 10,000 write roots", base: sideRaw,
+		group: "fs", call: "Create+Write+Close, " + thousands(count) + " write roots", base: sideRaw,
 		sides: []*side{
 			{name: sideRaw, op: cww(afero.NewOsFs(), filepath.Join(last, "a", "b", "w-raw"))},
 			{name: sideGuarded, op: cww(guarded, filepath.Join(last, "a", "b", "w-guarded")),
-				note: "the file is in the last of the 10,000 roots (real directories)"},
+				note: "the file is in the last of the " + thousands(count) + " roots (real directories)"},
 		},
 		targets: []target{{side: sideGuarded, vs: sideRaw, maxRatio: 1.25, text: "<= 1.25x raw"}},
 	}, nil
+}
+
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

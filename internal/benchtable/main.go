@@ -88,6 +88,7 @@ type options struct {
 	cfg      config
 	only     []string  // group names; empty means all
 	parent   string    // where the temp dir goes; "" picks /dev/shm or TempDir
+	roots    int       // write roots of the many-roots row (0: 10,000)
 	progress io.Writer // one line per row as it is measured; nil for none
 }
 
@@ -101,6 +102,7 @@ func runTable(ctx context.Context, w io.Writer, o options) error {
 		return err
 	}
 	defer e.close()
+	e.roots = o.roots
 
 	var rows []*row
 	var errs []error
