@@ -37,8 +37,8 @@ type config struct {
 	// Budget is the time each row is measured for (after its warm-up);
 	// rounds continue until it is spent and MinRounds are done.
 	Budget time.Duration
-	// Block is the time one side's block aims at when a row calibrates
-	// its N from a warm-up block of its base side.
+	// Block is the time the slowest side's block aims at when a row
+	// calibrates its N.
 	Block time.Duration
 	// MinRounds and MaxRounds bound the rounds of a row; Rounds > 0
 	// fixes them (the smoke test uses a tiny fixed count).
@@ -98,11 +98,11 @@ func (s *side) block(n int) (d time.Duration, mallocs uint64, err error) {
 // measure runs the interleaved loop of one row: each round runs a block
 // of n ops on every live side, the first side rotating from round to
 // round, so load drift on the machine reaches every side alike. When n
-// is 0, blocks of the base side are timed first to choose n so that a
-// block lasts about cfg.Block; then one warm-up block per side (not
-// counted) fills caches and checks that every side works. It returns the
-// n it used and the number of rounds.
-func measure(ctx context.Context, cfg config, sides []*side, base string, n, maxN int) (int, int, error) {
+// is 0, blocks of every side are timed first to choose n so that the
+// slowest side's block lasts about cfg.Block; then one warm-up block per
+// side (not counted) fills caches and checks that every side works. It
+// returns the n it used and the number of rounds.
+func measure(ctx context.Context, cfg config, sides []*side, n, maxN int) (int, int, error) {
 	var live []*side
 	for _, s := range sides {
 		if s.skip == "" {
@@ -116,30 +116,39 @@ func measure(ctx context.Context, cfg config, sides []*side, base string, n, max
 		n = cfg.N
 	}
 	if n == 0 {
-		// Calibrate on the base side (the first live one if it is
-		// skipped): blocks growing fourfold until one lasts a quarter of
-		// cfg.Block, so cold caches and timer resolution weigh little.
-		c := live[0]
+		// Calibrate on every side: blocks growing fourfold until one
+		// lasts a quarter of cfg.Block; n is set by the slowest side, so
+		// no side's block is much longer than cfg.Block. Short blocks
+		// matter on a loaded machine: the fewer of them a preemption
+		// hits, the more rounds pair two undisturbed blocks.
+		slowest := 0.0
 		for _, s := range live {
-			if s.name == base {
-				c = s
-			}
-		}
-		// The first call of a side is often far slower than the rest
-		// (code paged in, caches cold): it is left out of the estimate.
-		if _, _, err := c.block(1); err != nil {
-			return 0, 0, err
-		}
-		for k := 1; ; k *= 4 {
-			d, _, err := c.block(k)
-			if err != nil {
+			// The first call of a side is often far slower than the
+			// rest (code paged in, caches cold): it is left out.
+			if _, _, err := s.block(1); err != nil {
 				return 0, 0, err
 			}
-			if d >= cfg.Block/4 || k >= 1<<20 || (maxN > 0 && k >= maxN) {
-				n = int(math.Ceil(float64(cfg.Block) / math.Max(float64(d)/float64(k), 1)))
-				break
+			for k := 1; ; k *= 4 {
+				d, _, err := s.block(k)
+				if err != nil {
+					return 0, 0, err
+				}
+				if d >= cfg.Block/4 || k >= 1<<20 || (maxN > 0 && k >= maxN) {
+					// The least of three blocks: on a loaded machine
+					// one of them may have waited for a CPU.
+					for range 2 {
+						d2, _, err := s.block(k)
+						if err != nil {
+							return 0, 0, err
+						}
+						d = min(d, d2)
+					}
+					slowest = max(slowest, float64(d)/float64(k))
+					break
+				}
 			}
 		}
+		n = int(math.Ceil(float64(cfg.Block) / math.Max(slowest, 1)))
 	}
 	if maxN > 0 && n > maxN {
 		n = maxN

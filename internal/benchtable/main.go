@@ -163,7 +163,7 @@ func main() {
 	var o options
 	var only string
 	flag.DurationVar(&o.cfg.Budget, "benchtime", time.Second, "time each row is measured for")
-	flag.DurationVar(&o.cfg.Block, "block", time.Millisecond, "time one side's block of ops aims at")
+	flag.DurationVar(&o.cfg.Block, "block", time.Millisecond, "time the slowest side's block of ops aims at")
 	flag.IntVar(&o.cfg.N, "n", 0, "ops per block for the rows that calibrate it (0: calibrated)")
 	flag.IntVar(&o.cfg.Rounds, "rounds", 0, "rounds per row (0: until -benchtime is spent)")
 	flag.StringVar(&only, "only", "", "comma-separated groups to run: fs, policy, net, exec (default all)")

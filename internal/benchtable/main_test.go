@@ -74,7 +74,7 @@ func TestMeasureRotates(t *testing.T) {
 		return &side{name: name, prep: func(int) error { order = append(order, name); return nil }, op: func(int) error { return nil }}
 	}
 	sides := []*side{mk("a"), mk("b"), mk("c")}
-	n, rounds, err := measure(context.Background(), config{Rounds: 3}.withDefaults(), sides, "a", 4, 0)
+	n, rounds, err := measure(context.Background(), config{Rounds: 3}.withDefaults(), sides, 4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

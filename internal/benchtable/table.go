@@ -103,7 +103,7 @@ func (r *row) run(ctx context.Context, cfg config) {
 	if r.minRounds > 0 && cfg.Rounds == 0 {
 		cfg.MinRounds = min(max(cfg.MinRounds, r.minRounds), cfg.MaxRounds)
 	}
-	r.usedN, r.rounds, r.err = measure(ctx, cfg, r.sides, r.base, r.n, r.maxN)
+	r.usedN, r.rounds, r.err = measure(ctx, cfg, r.sides, r.n, r.maxN)
 }
 
 // printTable writes the rows as one aligned table, then the notes.
