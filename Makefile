@@ -3,7 +3,7 @@ PKGS := ./...
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: test bench fuzz demo fmt vet reach
+.PHONY: test bench bench-pkg fuzz demo fmt vet reach
 
 ## test: formatting check, go vet, and every test under the race detector
 test: fmt vet
@@ -15,8 +15,15 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 
-## bench: every benchmark with allocations, one run so ratios can be read side by side
+## bench: one table of every facade call against the raw call it wraps,
+## measured interleaved (docs/bench.md); BENCHTIME is the time per row,
+## BENCH_ONLY picks groups (fs,policy,net,exec)
+BENCH_ONLY ?=
 bench:
+	$(GO) run ./internal/benchtable -benchtime=$(BENCHTIME) $(if $(BENCH_ONLY),-only=$(BENCH_ONLY))
+
+## bench-pkg: every package's go test benchmarks with allocations
+bench-pkg:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) $(PKGS)
 
 ## fuzz: each fuzz target for FUZZTIME
