@@ -18,11 +18,13 @@ import (
 // floor (two sides doing the same thing), so a tunnel's ratio means
 // something only as far as control's is near 1.
 type benchSide struct {
-	name    string
-	open    func() (net.Conn, error)
-	ns      []int64
-	ratio   []float64 // this side's time over direct's, per iteration
-	mallocs uint64
+	name     string
+	open     func() (net.Conn, error)
+	ns       []int64
+	ratio    []float64 // this side's time over direct's, per iteration
+	cpu      []int64   // the process's CPU time during the op
+	cpuRatio []float64 // this side's CPU time over direct's, per iteration
+	mallocs  uint64
 }
 
 // proxyBench starts a sink server (it reads size bytes, then answers one
@@ -93,33 +95,46 @@ func proxyBench(b *testing.B, size int) []*benchSide {
 // runSides times one op per side per iteration, the first side rotating,
 // and reports per side the median time (*-us), the mean allocations of
 // this process (*-allocs: the proxy's share included, since it runs here),
-// and the median of the per-iteration ratios side/direct (*-ratio).
+// and the median of the per-iteration ratios side/direct (*-ratio). Where
+// the platform reports it, it also reports the process's CPU time per op
+// (*-cpu-us) and its per-iteration ratio to direct's (*-cpu-ratio): the
+// client, the proxy and the server all run in this process, so that is
+// the whole cost of the op, and unlike the elapsed time it does not grow
+// with other jobs' load on the machine.
 func runSides(b *testing.B, sides []*benchSide, op func(i int, s *benchSide) error) {
 	var ms runtime.MemStats
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		var direct int64
+		var direct, directCPU int64
 		times := make([]int64, len(sides))
+		cpus := make([]int64, len(sides))
 		for j := range sides {
 			k := (i + j) % len(sides)
 			s := sides[k]
 			runtime.ReadMemStats(&ms)
 			before := ms.Mallocs
+			c0, _ := processCPU()
 			t0 := time.Now()
 			if err := op(i, s); err != nil {
 				b.Fatalf("%s: %v", s.name, err)
 			}
 			d := time.Since(t0).Nanoseconds()
+			c1, _ := processCPU()
+			cpus[k] = int64(c1 - c0)
+			s.cpu = append(s.cpu, cpus[k])
 			runtime.ReadMemStats(&ms)
 			s.mallocs += ms.Mallocs - before
 			s.ns = append(s.ns, d)
 			times[k] = d
 			if k == 0 {
-				direct = d
+				direct, directCPU = d, cpus[k]
 			}
 		}
 		for k, s := range sides {
 			s.ratio = append(s.ratio, float64(times[k])/float64(direct))
+			if directCPU > 0 {
+				s.cpuRatio = append(s.cpuRatio, float64(cpus[k])/float64(directCPU))
+			}
 		}
 	}
 	b.StopTimer()
@@ -132,6 +147,12 @@ func runSides(b *testing.B, sides []*benchSide, op func(i int, s *benchSide) err
 		b.ReportMetric(float64(s.mallocs)/float64(n), s.name+"-allocs")
 		if s.name != "direct" {
 			b.ReportMetric(median(s.ratio), s.name+"-ratio")
+		}
+		if _, ok := processCPU(); ok {
+			b.ReportMetric(float64(median(s.cpu))/1e3, s.name+"-cpu-us")
+			if s.name != "direct" && len(s.cpuRatio) > 0 {
+				b.ReportMetric(median(s.cpuRatio), s.name+"-cpu-ratio")
+			}
 		}
 	}
 }
