@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
@@ -500,8 +501,7 @@ func (p *Proxy) tunnel(cc *clientConn, up net.Conn) (upN, downN int64, err error
 		cc.br.Discard(n)
 		upN = int64(n)
 	}
-	t := &idleClock{idle: p.idleTimeout()}
-	t.touch()
+	t := newIdleClock(p.idleTimeout())
 	errc := make(chan error, 1)
 	var down int64
 	go func() {
@@ -523,32 +523,41 @@ func (p *Proxy) tunnel(cc *clientConn, up net.Conn) (upN, downN int64, err error
 	return upN + n, down, errors.Join(err1, err2)
 }
 
-// idleClock is the last time a tunnel moved a byte either way.
+// idleClock is the last time a tunnel moved a byte either way, as the
+// monotonic time since the clock was made, kept in an atomic: both
+// directions touch it on every read, and a mutex there was one more
+// contended lock per chunk.
 type idleClock struct {
-	idle time.Duration
-	mu   sync.Mutex
-	last time.Time
+	idle  time.Duration
+	start time.Time
+	last  atomic.Int64 // time.Duration since start
 }
 
-func (t *idleClock) touch() {
-	now := time.Now()
-	t.mu.Lock()
-	t.last = now
-	t.mu.Unlock()
+func newIdleClock(idle time.Duration) *idleClock {
+	return &idleClock{idle: idle, start: time.Now()}
 }
+
+func (t *idleClock) touch(now time.Time) { t.last.Store(int64(now.Sub(t.start))) }
 
 // since returns how long ago the tunnel last moved a byte.
 func (t *idleClock) since() time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return time.Since(t.last)
+	return time.Since(t.start) - time.Duration(t.last.Load())
 }
 
 // A tunnel direction copies through a small buffer while it moves little
-// (an idle or interactive tunnel holds 32 KiB), and through a large one
-// while a read fills the small one (a bulk transfer: fewer, larger system
-// calls are what keeps a tunnel close to a direct connection's
-// throughput). Both come from pools.
+// and through a large one while a read fills the small one (a bulk
+// transfer: fewer, larger system calls). Both come from pools, and a
+// direction holds one only from the moment its source has bytes to the
+// end of the write that passes them on: it waits for the next bytes
+// without a buffer (waitReadable), so an idle tunnel holds no copy memory
+// (1,024 idle tunnels held 64 MiB of buffers before). During a bulk
+// transfer a read that filled the buffer is followed by the next read
+// directly, keeping the buffer, since more bytes are likely queued.
+//
+// The copy stays in user space on purpose: splice(2) between the two
+// sockets (io.Copy's fast path for two *net.TCPConn) measured slower on
+// loopback, in time and CPU, than these reads and writes; see docs/net.md,
+// "Proxy benchmarks".
 const (
 	smallCopyBuf = 32 << 10
 	largeCopyBuf = 1 << 20
@@ -559,48 +568,84 @@ var (
 	largeBufs = sync.Pool{New: func() any { b := make([]byte, largeCopyBuf); return &b }}
 )
 
+func getCopyBuf(large bool) *[]byte {
+	if large {
+		return largeBufs.Get().(*[]byte)
+	}
+	return smallBufs.Get().(*[]byte)
+}
+
+func putCopyBuf(bp *[]byte) {
+	if len(*bp) == largeCopyBuf {
+		largeBufs.Put(bp)
+	} else {
+		smallBufs.Put(bp)
+	}
+}
+
 // pipe copies src to dst until src's EOF (then it half-closes dst) or an
-// error. A read that times out while the other direction moved bytes
-// within the idle time is retried: the tunnel, not one direction, is idle.
+// error. A read (or a wait for one) that times out while the other
+// direction moved bytes within the idle time is retried: the tunnel, not
+// one direction, is idle.
 func (t *idleClock) pipe(dst, src net.Conn) (int64, error) {
-	bp, large := smallBufs.Get().(*[]byte), false
+	wait := waitReadable(src) // nil: src cannot be polled without a read
+	var (
+		total  int64
+		bp     *[]byte // held only while bytes are in flight
+		large  bool
+		pushed time.Time
+	)
 	defer func() {
-		if large {
-			largeBufs.Put(bp)
-		} else {
-			smallBufs.Put(bp)
+		if bp != nil {
+			putCopyBuf(bp)
 		}
 	}()
-	var total int64
-	// Deadlines are pushed forward only when a quarter of the idle time
-	// has passed since the last push: resetting a timer on every read
-	// costs more than the copy of a small chunk. A connection may so be
-	// closed after between three quarters and all of IdleTimeout without
-	// a byte.
-	var pushed time.Time
 	for {
-		now := time.Now()
-		if now.Sub(pushed) > t.idle/4 {
+		// Deadlines are pushed forward only when a quarter of the idle
+		// time has passed since the last push: resetting a timer on every
+		// read costs more than the copy of a small chunk. A connection may
+		// so be closed after between three quarters and all of IdleTimeout
+		// without a byte.
+		if now := time.Now(); now.Sub(pushed) > t.idle/4 {
 			pushed = now
 			src.SetReadDeadline(now.Add(t.idle))
 			dst.SetWriteDeadline(now.Add(t.idle))
 		}
+		if bp == nil {
+			if wait != nil {
+				if err := wait(); err != nil {
+					if isTimeout(err) && t.since() < t.idle {
+						continue
+					}
+					return total, err
+				}
+			}
+			bp = getCopyBuf(large)
+		}
 		buf := *bp
 		n, err := src.Read(buf)
 		if n > 0 {
-			t.touch()
+			t.touch(time.Now())
 			w, werr := dst.Write(buf[:n])
 			total += int64(w)
 			if werr != nil {
 				return total, werr
 			}
-			switch {
-			case !large && n == len(buf):
-				smallBufs.Put(bp)
-				bp, large = largeBufs.Get().(*[]byte), true
-			case large && n < smallCopyBuf:
-				largeBufs.Put(bp)
-				bp, large = smallBufs.Get().(*[]byte), false
+		}
+		switch {
+		case n == len(buf) && !large:
+			// A bulk transfer: go on with the large buffer.
+			putCopyBuf(bp)
+			bp, large = getCopyBuf(true), true
+		case n == len(buf):
+			// More is likely queued: read again, keeping the buffer.
+		default:
+			// The queue is drained: wait without a buffer, and go back
+			// to the small one once a bulk transfer has slowed down.
+			putCopyBuf(bp)
+			bp = nil
+			if large && n < smallCopyBuf {
+				large = false
 			}
 		}
 		if err != nil {
@@ -610,8 +655,7 @@ func (t *idleClock) pipe(dst, src net.Conn) (int64, error) {
 				}
 				return total, nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && t.since() < t.idle {
+			if isTimeout(err) && t.since() < t.idle {
 				continue
 			}
 			return total, err
