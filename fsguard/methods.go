@@ -127,32 +127,21 @@ func (f *Fs) openFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		}
 		return named(fl, name), nil
 	}
-	write := flag&writeFlags != 0
-	if !write && f.quietRead() {
-		fl, err := f.base.OpenFile(f.abs(name), flag, perm)
-		if err != nil {
-			return nil, f.renameErr(err, "open", name)
-		}
-		return named(fl, name), nil
+	if flag&writeFlags == 0 {
+		return f.openRead(name, flag)
 	}
-	if write {
-		if fl, err, ok := f.fastOpenWrite(name, f.getwd(), flag, perm); ok {
-			return fl, err
-		}
-	}
-	op := policy.OpRead
-	if write {
-		op = policy.OpWrite
+	if fl, err, ok := f.fastOpenWrite(name, f.getwd(), flag, perm); ok {
+		return fl, err
 	}
 	// O_NOFOLLOW, and O_CREATE|O_EXCL, act on a final symbolic link itself
 	// (the kernel then refuses it): check and open that entry.
 	follow := flag&syscall.O_NOFOLLOW == 0 && flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
-	r, cwd, err := f.single(op, "open", name, follow, write, flag)
+	r, _, err := f.single(policy.OpWrite, "open", name, follow, true, flag)
 	if err != nil {
 		return nil, err
 	}
 	var fl afero.File
-	if write && flag&syscall.O_NOFOLLOW != 0 {
+	if flag&syscall.O_NOFOLLOW != 0 {
 		// os.Root resolves a final link itself; keep open(2)'s answer.
 		fi := r.info
 		if fi == nil {
@@ -162,22 +151,18 @@ func (f *Fs) openFile(name string, flag int, perm os.FileMode) (afero.File, erro
 			return nil, pathErr("open", name, syscall.ELOOP)
 		}
 	}
-	if write {
-		root, rp, ok, rerr := f.inRootR(r)
-		switch {
-		case rerr != nil:
-			return nil, f.renameErr(rerr, "open", name)
-		case ok:
-			var of *os.File
-			of, err = root.OpenFile(rp, flag, perm)
-			if err == nil {
-				fl = of
-			}
-		default:
-			fl, err = f.base.OpenFile(r.target(), flag, perm)
+	root, rp, ok, rerr := f.inRootR(r)
+	switch {
+	case rerr != nil:
+		return nil, f.renameErr(rerr, "open", name)
+	case ok:
+		var of *os.File
+		of, err = root.OpenFile(rp, flag, perm)
+		if err == nil {
+			fl = of
 		}
-	} else {
-		fl, err = f.base.OpenFile(absAt(name, cwd), flag, perm)
+	default:
+		fl, err = f.base.OpenFile(r.target(), flag, perm)
 	}
 	if err != nil {
 		return nil, f.renameErr(err, "open", name)
@@ -199,15 +184,15 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 		}
 		return f.base.Stat(f.abs(name))
 	}
-	if f.quietRead() {
-		fi, err := f.base.Stat(f.abs(name))
-		return fi, f.renameErr(err, "stat", name)
+	if f.isOS {
+		return f.stat("stat", name, true)
 	}
-	_, cwd, err := f.single(policy.OpRead, "stat", name, true, false, 0)
-	if err != nil {
-		return nil, err
+	if !f.quietRead() {
+		if _, _, err := f.single(policy.OpRead, "stat", name, true, false, 0); err != nil {
+			return nil, err
+		}
 	}
-	fi, err := f.base.Stat(absAt(name, cwd))
+	fi, err := f.base.Stat(f.abs(name))
 	return fi, f.renameErr(err, "stat", name)
 }
 
@@ -227,6 +212,9 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 			return nil, false, err
 		}
 		a = f.abs(name)
+	} else if f.isOS {
+		fi, err := f.stat("lstat", name, false)
+		return fi, true, err
 	} else if f.quietRead() {
 		a = f.abs(name)
 	} else {
