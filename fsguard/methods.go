@@ -277,6 +277,9 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 		}
 		return f.renameErr(f.base.Mkdir(f.abs(name), perm), "mkdir", name)
 	}
+	if err, ok := f.mkdirSlashedLink(name); ok {
+		return err
+	}
 	if err, ok := f.fastMkdir(name, f.getwd(), perm); ok {
 		return err
 	}
@@ -287,6 +290,50 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	return f.carryOut(r, "mkdir", name,
 		func(root *os.Root, p string) error { return root.Mkdir(p, perm) },
 		func(p string) error { return f.base.Mkdir(p, perm) })
+}
+
+// mkdirSlashedLink answers Mkdir of a symbolic link named with a trailing
+// slash ("link/") as the kernel does: mkdir never follows a final link,
+// so the name exists (EEXIST), dangling or not, and nothing is made. The
+// policy is asked about the link first, as for any mkdir. ok is false for
+// any other name.
+func (f *Fs) mkdirSlashedLink(name string) (err error, ok bool) {
+	t := strings.TrimRight(name, "/")
+	if t == name || t == "" {
+		return nil, false
+	}
+	r, rerr := f.resolve(t, f.getwd(), false)
+	if rerr != nil {
+		return nil, false
+	}
+	if fi, lerr := f.lstat(r.path); lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil, false
+	}
+	if _, _, err := f.single(policy.OpCreate, "mkdir", t, false, false, 0); err != nil {
+		return err, true
+	}
+	return pathErr("mkdir", name, syscall.EEXIST), true
+}
+
+// notDirPrefix names a failed MkdirAll as os.MkdirAll does: the deepest
+// leading part of name that exists and is not a directory.
+func (f *Fs) notDirPrefix(name, cwd string) string {
+	for i := len(name); i > 0; i-- {
+		if i < len(name) && name[i] != '/' {
+			continue
+		}
+		p := strings.TrimRight(name[:i], "/")
+		if p == "" {
+			continue
+		}
+		if fi, err := f.base.Stat(absAt(p, cwd)); err == nil {
+			if !fi.IsDir() {
+				return p
+			}
+			break
+		}
+	}
+	return name
 }
 
 // MkdirAll creates name and every missing parent. Each directory it would
@@ -307,9 +354,13 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	}
 	cwd := f.getwd()
 	ev := &audit.Event{Op: policy.OpCreate, Target: name}
-	r, err := f.resolve(name, cwd, true)
+	r, err := f.resolveLexical(name, cwd, true)
 	if err != nil {
-		return pathErr("mkdir", name, f.denyResolve(ev, err))
+		derr := f.denyResolve(ev, err)
+		if derr == syscall.ENOTDIR {
+			return pathErr("mkdir", f.notDirPrefix(name, cwd), derr)
+		}
+		return pathErr("mkdir", name, derr)
 	}
 	ev.Resolved = r.path
 	var req multiReq
@@ -482,7 +533,11 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	r, err := f.resolve(target, cwd, false)
 	if err != nil {
-		return pathErr("removeall", name, f.denyResolve(ev, err))
+		derr := f.denyResolve(ev, err)
+		if derr == syscall.ENOENT {
+			return nil // os.RemoveAll of nothing succeeds
+		}
+		return pathErr("removeall", name, derr)
 	}
 	ev.Resolved = r.path
 	req := multiReq{{op: policy.OpDelete, path: r.path, cwd: cwd}}
