@@ -3,6 +3,8 @@ package fsguard
 import (
 	"io/fs"
 	"os"
+	"syscall"
+	"unsafe"
 
 	"github.com/spf13/afero"
 	"golang.org/x/sys/unix"
@@ -35,6 +37,10 @@ import (
 // kernel without openat2) falls back to the slow path, which resolves
 // with policy.Resolve and acts through os.Root. No fast path runs the
 // audit pipeline and then falls back: the slow path would ask again.
+
+// fastStat fills a syscall.Stat_t (what os.Stat's Sys returns) through
+// unix.Fstatat: the two types describe the same kernel struct.
+var _ [unsafe.Sizeof(unix.Stat_t{})]byte = [unsafe.Sizeof(syscall.Stat_t{})]byte{}
 
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
@@ -437,4 +443,181 @@ func fastResolve(p string, follow bool) (string, bool) {
 		}
 		return "", false
 	}
+}
+
+// noLinks proves an absolute name from "/": no symbolic link anywhere on
+// the way, magic links included.
+const noLinks = unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// fastReadPath returns the absolute path of name when a read may take the
+// fast path: the OS base, openat2 on, a lexically clean name, and a pure
+// decision that allows the read of that path. A path the pure policies
+// deny goes to the slow path, which resolves it (it may not be where the
+// name lands), so nothing a policy denies is ever opened.
+func (f *Fs) fastReadPath(name, cwd string) (string, bool) {
+	if !f.isOS || fastOff.Load() || f.scope == nil {
+		return "", false
+	}
+	p := absAt(name, cwd)
+	if !lexicallyClean(p) || !f.pureAllows(&pathReq{op: policy.OpRead, path: p, cwd: cwd}) {
+		return "", false
+	}
+	return p, true
+}
+
+// fastOpenRead is a read-only OpenFile on the fast path: the file itself is
+// opened with openat2(RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS) from "/",
+// so success proves the lexical path is where the name lands, and that
+// same descriptor is handed back (no second open). A missing component
+// (ENOENT) proves it too: the walk up to it met no link. The decision is
+// made on the proven path (a silent scope already has it from
+// fastReadPath); anything else (a link on the way, O_NOFOLLOW on a link, a
+// file used as a directory, an unreadable directory) goes to the slow path.
+//
+// In a scope with callbacks the file is open while they decide (a denial
+// closes it): opening a FIFO or a device that a callback then refuses has
+// the effect of opening it.
+func (f *Fs) fastOpenRead(name, cwd string, flag int) (afero.File, error, bool) {
+	if flag&(unix.O_PATH|unix.O_TMPFILE) != 0 {
+		return nil, nil, false
+	}
+	p, ok := f.fastReadPath(name, cwd)
+	if !ok {
+		return nil, nil, false
+	}
+	fd, err := openat2How(unix.AT_FDCWD, p, flag|unix.O_CLOEXEC, 0, noLinks)
+	switch err {
+	case nil, unix.ENOENT:
+	case unix.ENOSYS:
+		fastOff.Store(true)
+		return nil, nil, false
+	default:
+		return nil, nil, false
+	}
+	if derr := f.allowRead(name, p, cwd, flagString(flag)); derr != nil {
+		if err == nil {
+			unix.Close(fd)
+		}
+		return nil, pathErr("open", name, derr), true
+	}
+	if err != nil {
+		return nil, pathErr("open", name, err), true
+	}
+	return os.NewFile(uintptr(fd), name), nil, true
+}
+
+// allowRead runs the decision for a read of the proven path p: nothing
+// more for a silent scope (fastReadPath made it), the pipeline otherwise.
+func (f *Fs) allowRead(name, p, cwd, detail string) error {
+	if f.scope.Silent() && f.scope.Mode(audit.FS) != audit.Off {
+		return nil
+	}
+	return f.check(&audit.Event{Op: policy.OpRead, Target: name, Resolved: p, Detail: detail}, &pathReq{op: policy.OpRead, path: p, cwd: cwd})
+}
+
+// fastStat is Stat (follow) or Lstat on the fast path. The parent is
+// pinned without following any link: through the write root that holds
+// it (no call at all for an entry of the root itself), else with openat2
+// from "/"; the entry is then looked at with fstatat(AT_SYMLINK_NOFOLLOW)
+// on that descriptor. A symbolic link there, when Stat would follow it,
+// goes to the slow path.
+func (f *Fs) fastStat(opName, name, cwd string, follow bool) (fs.FileInfo, error, bool) {
+	p, ok := f.fastReadPath(name, cwd)
+	if !ok {
+		return nil, nil, false
+	}
+	pd, done, err := f.pinParent(p)
+	if err != nil && err != unix.ENOENT {
+		return nil, nil, false
+	}
+	defer done()
+	info := &statInfo{name: pd.base}
+	if err == nil {
+		err = ignoringEINTR(func() error {
+			return unix.Fstatat(pd.fd, pd.base, (*unix.Stat_t)(unsafe.Pointer(&info.st)), unix.AT_SYMLINK_NOFOLLOW)
+		})
+		switch {
+		case err == unix.ENOENT:
+		case err != nil:
+			return nil, nil, false
+		case follow && info.st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			return nil, nil, false
+		}
+	}
+	if derr := f.allowRead(name, p, cwd, ""); derr != nil {
+		return nil, pathErr(opName, name, derr), true
+	}
+	if err != nil {
+		return nil, pathErr(opName, name, err), true
+	}
+	return info, nil, true
+}
+
+// pinParent pins the directory holding the lexically clean path p (see
+// fastStat). done releases what was taken; it is to be called whatever the
+// error. ENOENT means a component is missing, found without meeting a
+// link.
+func (f *Fs) pinParent(p string) (pd parent, done func(), err error) {
+	done = func() {}
+	if dir := f.rootFor(p); dir != "" && dir != p {
+		if h, herr := f.roots.get(dir); herr == nil && h.acquire() {
+			if pd, ok := openParent(h, dir, p); ok {
+				return pd, func() { pd.close(); h.release() }, nil
+			}
+			h.release()
+		}
+	}
+	fd, err := openat2How(unix.AT_FDCWD, parentOf(p), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0, noLinks)
+	if err != nil {
+		if err == unix.ENOSYS {
+			fastOff.Store(true)
+		}
+		return parent{}, done, err
+	}
+	pd = parent{fd: fd, base: baseName(p), owned: true}
+	return pd, pd.close, nil
+}
+
+func openat2How(dirfd int, name string, flag int, mode uint32, resolve uint64) (int, error) {
+	how := unix.OpenHow{Flags: uint64(flag), Mode: uint64(mode), Resolve: resolve}
+	for {
+		fd, err := unix.Openat2(dirfd, name, &how)
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return fd, err
+		}
+	}
+}
+
+// openNoLinks opens the resolved path p (clean, absolute; a trailing "/"
+// kept) with no link followed, and hands the descriptor back as a file
+// named as the caller named it.
+func openNoLinks(p, name string, flag int) (afero.File, error) {
+	fd, err := openat2How(unix.AT_FDCWD, p, flag|unix.O_CLOEXEC, 0, noLinks)
+	if err != nil {
+		if err == unix.ENOSYS {
+			fastOff.Store(true)
+		}
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// statNoLinks looks at the resolved path p (clean, absolute, not "/")
+// itself, with no link followed: its parent pinned from "/" with openat2,
+// then fstatat(AT_SYMLINK_NOFOLLOW). The information is named name, as
+// os.Stat names it (the last element of the name as called).
+func statNoLinks(p, name string) (fs.FileInfo, error) {
+	fd, err := openat2How(unix.AT_FDCWD, parentOf(p), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0, noLinks)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	info := &statInfo{name: name}
+	err = ignoringEINTR(func() error {
+		return unix.Fstatat(fd, baseName(p), (*unix.Stat_t)(unsafe.Pointer(&info.st)), unix.AT_SYMLINK_NOFOLLOW)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
 }

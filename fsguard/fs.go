@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/spf13/afero"
 
@@ -177,6 +179,36 @@ func (r resolved) target() string {
 // resolve returns where name lands, relative names taken from cwd. follow
 // says whether a symbolic link as the last component is followed.
 func (f *Fs) resolve(name, cwd string, follow bool) (resolved, error) {
+	if strings.Contains(name, "..") && f.dotdotAfterMissing(name, cwd) {
+		return resolved{}, syscall.ENOENT
+	}
+	return f.resolveLexical(name, cwd, follow)
+}
+
+// dotdotAfterMissing reports whether a ".." in name comes after a
+// directory that does not exist: the kernel then answers ENOENT, where
+// resolution climbs lexically ("sub/missing/../g" resolves to "sub/g").
+// The call must fail as the OS's does, not act on the climbed path.
+func (f *Fs) dotdotAfterMissing(name, cwd string) bool {
+	for i := 1; i+2 <= len(name); i++ {
+		if name[i-1] != '/' || name[i:i+2] != ".." || (i+2 < len(name) && name[i+2] != '/') {
+			continue
+		}
+		p, err := policy.Resolve(&resolver{f: f}, name[:i], cwd, true)
+		if err != nil {
+			return false // the call fails resolving anyway
+		}
+		if _, err := f.lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveLexical is resolve with ".." after a missing directory climbing
+// lexically, as os.MkdirAll, which makes the missing directory first,
+// needs.
+func (f *Fs) resolveLexical(name, cwd string, follow bool) (resolved, error) {
 	if f.isOS && name != "" {
 		if p, ok := fastResolve(absAt(name, cwd), follow); ok {
 			return resolved{path: p}, nil

@@ -127,32 +127,21 @@ func (f *Fs) openFile(name string, flag int, perm os.FileMode) (afero.File, erro
 		}
 		return named(fl, name), nil
 	}
-	write := flag&writeFlags != 0
-	if !write && f.quietRead() {
-		fl, err := f.base.OpenFile(f.abs(name), flag, perm)
-		if err != nil {
-			return nil, f.renameErr(err, "open", name)
-		}
-		return named(fl, name), nil
+	if flag&writeFlags == 0 {
+		return f.openRead(name, flag)
 	}
-	if write {
-		if fl, err, ok := f.fastOpenWrite(name, f.getwd(), flag, perm); ok {
-			return fl, err
-		}
-	}
-	op := policy.OpRead
-	if write {
-		op = policy.OpWrite
+	if fl, err, ok := f.fastOpenWrite(name, f.getwd(), flag, perm); ok {
+		return fl, err
 	}
 	// O_NOFOLLOW, and O_CREATE|O_EXCL, act on a final symbolic link itself
 	// (the kernel then refuses it): check and open that entry.
 	follow := flag&syscall.O_NOFOLLOW == 0 && flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
-	r, cwd, err := f.single(op, "open", name, follow, write, flag)
+	r, _, err := f.single(policy.OpWrite, "open", name, follow, true, flag)
 	if err != nil {
 		return nil, err
 	}
 	var fl afero.File
-	if write && flag&syscall.O_NOFOLLOW != 0 {
+	if flag&syscall.O_NOFOLLOW != 0 {
 		// os.Root resolves a final link itself; keep open(2)'s answer.
 		fi := r.info
 		if fi == nil {
@@ -162,22 +151,18 @@ func (f *Fs) openFile(name string, flag int, perm os.FileMode) (afero.File, erro
 			return nil, pathErr("open", name, syscall.ELOOP)
 		}
 	}
-	if write {
-		root, rp, ok, rerr := f.inRootR(r)
-		switch {
-		case rerr != nil:
-			return nil, f.renameErr(rerr, "open", name)
-		case ok:
-			var of *os.File
-			of, err = root.OpenFile(rp, flag, perm)
-			if err == nil {
-				fl = of
-			}
-		default:
-			fl, err = f.base.OpenFile(r.target(), flag, perm)
+	root, rp, ok, rerr := f.inRootR(r)
+	switch {
+	case rerr != nil:
+		return nil, f.renameErr(rerr, "open", name)
+	case ok:
+		var of *os.File
+		of, err = root.OpenFile(rp, flag, perm)
+		if err == nil {
+			fl = of
 		}
-	} else {
-		fl, err = f.base.OpenFile(absAt(name, cwd), flag, perm)
+	default:
+		fl, err = f.base.OpenFile(r.target(), flag, perm)
 	}
 	if err != nil {
 		return nil, f.renameErr(err, "open", name)
@@ -199,15 +184,15 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 		}
 		return f.base.Stat(f.abs(name))
 	}
-	if f.quietRead() {
-		fi, err := f.base.Stat(f.abs(name))
-		return fi, f.renameErr(err, "stat", name)
+	if f.isOS {
+		return f.stat("stat", name, true)
 	}
-	_, cwd, err := f.single(policy.OpRead, "stat", name, true, false, 0)
-	if err != nil {
-		return nil, err
+	if !f.quietRead() {
+		if _, _, err := f.single(policy.OpRead, "stat", name, true, false, 0); err != nil {
+			return nil, err
+		}
 	}
-	fi, err := f.base.Stat(absAt(name, cwd))
+	fi, err := f.base.Stat(f.abs(name))
 	return fi, f.renameErr(err, "stat", name)
 }
 
@@ -227,6 +212,9 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 			return nil, false, err
 		}
 		a = f.abs(name)
+	} else if f.isOS {
+		fi, err := f.stat("lstat", name, false)
+		return fi, true, err
 	} else if f.quietRead() {
 		a = f.abs(name)
 	} else {
@@ -289,6 +277,9 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 		}
 		return f.renameErr(f.base.Mkdir(f.abs(name), perm), "mkdir", name)
 	}
+	if err, ok := f.mkdirSlashedLink(name); ok {
+		return err
+	}
 	if err, ok := f.fastMkdir(name, f.getwd(), perm); ok {
 		return err
 	}
@@ -299,6 +290,50 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	return f.carryOut(r, "mkdir", name,
 		func(root *os.Root, p string) error { return root.Mkdir(p, perm) },
 		func(p string) error { return f.base.Mkdir(p, perm) })
+}
+
+// mkdirSlashedLink answers Mkdir of a symbolic link named with a trailing
+// slash ("link/") as the kernel does: mkdir never follows a final link,
+// so the name exists (EEXIST), dangling or not, and nothing is made. The
+// policy is asked about the link first, as for any mkdir. ok is false for
+// any other name.
+func (f *Fs) mkdirSlashedLink(name string) (err error, ok bool) {
+	t := strings.TrimRight(name, "/")
+	if t == name || t == "" {
+		return nil, false
+	}
+	r, rerr := f.resolve(t, f.getwd(), false)
+	if rerr != nil {
+		return nil, false
+	}
+	if fi, lerr := f.lstat(r.path); lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return nil, false
+	}
+	if _, _, err := f.single(policy.OpCreate, "mkdir", t, false, false, 0); err != nil {
+		return err, true
+	}
+	return pathErr("mkdir", name, syscall.EEXIST), true
+}
+
+// notDirPrefix names a failed MkdirAll as os.MkdirAll does: the deepest
+// leading part of name that exists and is not a directory.
+func (f *Fs) notDirPrefix(name, cwd string) string {
+	for i := len(name); i > 0; i-- {
+		if i < len(name) && name[i] != '/' {
+			continue
+		}
+		p := strings.TrimRight(name[:i], "/")
+		if p == "" {
+			continue
+		}
+		if fi, err := f.base.Stat(absAt(p, cwd)); err == nil {
+			if !fi.IsDir() {
+				return p
+			}
+			break
+		}
+	}
+	return name
 }
 
 // MkdirAll creates name and every missing parent. Each directory it would
@@ -319,9 +354,13 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	}
 	cwd := f.getwd()
 	ev := &audit.Event{Op: policy.OpCreate, Target: name}
-	r, err := f.resolve(name, cwd, true)
+	r, err := f.resolveLexical(name, cwd, true)
 	if err != nil {
-		return pathErr("mkdir", name, f.denyResolve(ev, err))
+		derr := f.denyResolve(ev, err)
+		if derr == syscall.ENOTDIR {
+			return pathErr("mkdir", f.notDirPrefix(name, cwd), derr)
+		}
+		return pathErr("mkdir", name, derr)
 	}
 	ev.Resolved = r.path
 	var req multiReq
@@ -494,7 +533,11 @@ func (f *Fs) RemoveAll(name string) error {
 	}
 	r, err := f.resolve(target, cwd, false)
 	if err != nil {
-		return pathErr("removeall", name, f.denyResolve(ev, err))
+		derr := f.denyResolve(ev, err)
+		if derr == syscall.ENOENT {
+			return nil // os.RemoveAll of nothing succeeds
+		}
+		return pathErr("removeall", name, derr)
 	}
 	ev.Resolved = r.path
 	req := multiReq{{op: policy.OpDelete, path: r.path, cwd: cwd}}

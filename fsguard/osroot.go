@@ -60,10 +60,30 @@ func (h *rootHandle) acquire() bool {
 
 func (h *rootHandle) release() { h.use.RUnlock() }
 
-// rootsSnap caches a policy's write roots so a call does not copy them.
+// rootsSnap indexes a policy's write roots by path, so finding the root
+// that holds a path is a few map probes at the path's component boundaries
+// (O(depth)), whatever the number of roots.
 type rootsSnap struct {
 	pol   *policy.Policy
-	roots []string
+	roots map[string]struct{}
+	dot   bool // "." is a root: the handle's working directory
+}
+
+// deepest returns the deepest root that contains p (p itself included),
+// or "" when none does.
+func (s *rootsSnap) deepest(p string) string {
+	if len(s.roots) == 0 || len(p) == 0 || p[0] != '/' {
+		return ""
+	}
+	for {
+		if _, ok := s.roots[p]; ok {
+			return p
+		}
+		if p == "/" {
+			return ""
+		}
+		p = parentOf(p)
+	}
 }
 
 func (c *rootCache) get(dir string) (*rootHandle, error) {
@@ -113,41 +133,43 @@ func (c *rootCache) closeAll() error {
 	return errors.Join(errs...)
 }
 
-func (c *rootCache) writeRoots(p *policy.Policy) []string {
+func (c *rootCache) snapshot(p *policy.Policy) *rootsSnap {
 	if s := c.snap.Load(); s != nil && s.pol == p {
-		return s.roots
+		return s
 	}
-	s := &rootsSnap{pol: p, roots: p.WriteRoots()}
+	wr := p.WriteRoots()
+	s := &rootsSnap{pol: p, roots: make(map[string]struct{}, len(wr)), dot: p.DotRoot()}
+	for _, r := range wr {
+		s.roots[r] = struct{}{}
+	}
 	c.snap.Store(s)
-	return s.roots
+	return s
 }
 
 // rootFor returns the deepest write-root directory of the guard's policy
 // (or the working directory, when "." is a root) that contains every path,
 // or "" when none does (the call was allowed by a host callback or Warn
-// mode, outside every root).
+// mode, outside every root). The roots are probed at the component
+// boundaries of the paths' common prefix, deepest first.
 func (f *Fs) rootFor(paths ...string) string {
-	if !f.isOS || f.scope == nil {
+	if !f.isOS || f.scope == nil || len(paths) == 0 {
 		return ""
 	}
-	pol := f.scope.Guard().Policy()
-	best := ""
-	consider := func(dir string) {
-		if len(dir) <= len(best) && best != "" {
-			return
-		}
-		for _, p := range paths {
-			if !policy.Within(p, dir) {
-				return
+	s := f.roots.snapshot(f.scope.Guard().Policy())
+	common := paths[0]
+	for _, p := range paths[1:] {
+		for !policy.Within(p, common) {
+			if common == "/" || common == "" {
+				return ""
 			}
+			common = parentOf(common)
 		}
-		best = dir
 	}
-	for _, r := range f.roots.writeRoots(pol) {
-		consider(r)
-	}
-	if pol.DotRoot() {
-		consider(f.getwd())
+	best := s.deepest(common)
+	if s.dot {
+		if wd := f.getwd(); len(wd) > len(best) && policy.Within(common, wd) {
+			best = wd
+		}
 	}
 	return best
 }
