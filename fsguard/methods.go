@@ -720,7 +720,11 @@ func (f *Fs) twoNames(a, b string,
 		if err != nil {
 			return err
 		}
-		return inRoot(h.root, rel(dir, a), rel(dir, b))
+		r, err := h.osRoot()
+		if err != nil {
+			return err
+		}
+		return inRoot(r, rel(dir, a), rel(dir, b))
 	}
 	da, na, oka, err := f.parentIn(a)
 	if err != nil {

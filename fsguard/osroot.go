@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -36,16 +37,66 @@ func (e *rootsEnd) Close() error {
 // call is denied by the scope check anyway.
 var errRootsEnded = errors.New("fsguard: the scope was released")
 
-// rootHandle is an os.Root on a write root, and a directory descriptor on
-// the same directory for the openat2 fast paths (fast_linux.go).
+// rootHandle is a directory descriptor on a write root for the openat2
+// fast paths (fast_linux.go), and an os.Root on the same directory for the
+// rest, opened only when a call needs it: most calls never do, so a root
+// usually costs one descriptor, not two.
 type rootHandle struct {
-	root *os.Root
-	fd   int // O_PATH directory descriptor; -1 when it could not be opened
+	dir string
+	fd  int // O_PATH directory descriptor; -1 when it could not be opened
 	// use is read-held while a call works from fd, and write-held by
 	// Close: a descriptor number closed (and reused by another open) under
 	// a call could otherwise point it at an unrelated directory.
 	use    sync.RWMutex
 	closed bool
+
+	rootMu sync.Mutex // guards root and dead; taken after use, never before
+	root   *os.Root
+	dead   bool // closed: no os.Root is opened any more
+}
+
+// osRoot returns the handle's os.Root, opening it on first use. It is
+// opened through the descriptor where there is one, so both name the same
+// directory even if the root's path was replaced since.
+func (h *rootHandle) osRoot() (*os.Root, error) {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	if h.dead {
+		return nil, errRootsEnded
+	}
+	if h.root != nil {
+		return h.root, nil
+	}
+	var err error
+	if h.fd >= 0 {
+		h.root, err = os.OpenRoot("/proc/self/fd/" + strconv.Itoa(h.fd))
+	}
+	if h.fd < 0 || err != nil {
+		h.root, err = os.OpenRoot(h.dir)
+	}
+	return h.root, err
+}
+
+// close closes the handle's descriptors once no call works from them.
+func (h *rootHandle) close() error {
+	h.use.Lock()
+	return h.closeLocked()
+}
+
+// closeLocked is close with use write-held; it releases it.
+func (h *rootHandle) closeLocked() error {
+	defer h.use.Unlock()
+	h.closed = true
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	h.dead = true
+	var err error
+	if h.root != nil {
+		err = h.root.Close()
+	}
+	closeDirFd(h.fd)
+	h.fd = -1
+	return err
 }
 
 // acquire read-holds h for a call on its descriptor; false when closed.
@@ -104,11 +155,14 @@ func (c *rootCache) get(dir string) (*rootHandle, error) {
 		}
 		old = *m
 	}
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
+	h := &rootHandle{dir: dir, fd: openDirFd(dir)}
+	if h.fd < 0 {
+		// No descriptor (no O_PATH here, or an error): the os.Root is
+		// then the handle, and its error is the caller's.
+		if _, err := h.osRoot(); err != nil {
+			return nil, err
+		}
 	}
-	h := &rootHandle{root: r, fd: openDirFd(dir)}
 	next := maps.Clone(old)
 	next[dir] = h
 	c.roots.Store(&next)
@@ -124,11 +178,7 @@ func (c *rootCache) closeAll() error {
 	}
 	var errs []error
 	for _, h := range *m {
-		h.use.Lock()
-		h.closed = true
-		errs = append(errs, h.root.Close())
-		closeDirFd(h.fd)
-		h.use.Unlock()
+		errs = append(errs, h.close())
 	}
 	return errors.Join(errs...)
 }
@@ -143,7 +193,48 @@ func (c *rootCache) snapshot(p *policy.Policy) *rootsSnap {
 		s.roots[r] = struct{}{}
 	}
 	c.snap.Store(s)
+	c.prune(s)
 	return s
+}
+
+// prune closes the handles of roots the policy no longer has, after a
+// reload: a long-lived Fs keeps descriptors only for the roots in force.
+// A call that found such a handle before the reload finishes first (close
+// waits for it); one that asks for it afterwards opens it again if a root
+// still holds its path. With "." as a root every handle is kept, since the
+// handle's working directory is a root wherever it is.
+func (c *rootCache) prune(s *rootsSnap) {
+	if s.dot {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.roots.Load()
+	if m == nil {
+		return
+	}
+	var gone []*rootHandle
+	next := map[string]*rootHandle{}
+	for dir, h := range *m {
+		if _, ok := s.roots[dir]; ok {
+			next[dir] = h
+		} else {
+			gone = append(gone, h)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	c.roots.Store(&next)
+	for _, h := range gone {
+		if h.use.TryLock() {
+			h.closeLocked()
+		} else {
+			// A call is working from it, maybe this very goroutine (a
+			// callback using the Fs during a call): close once it is done.
+			go h.close()
+		}
+	}
 }
 
 // rootFor returns the deepest write-root directory of the guard's policy
@@ -196,7 +287,11 @@ func (f *Fs) inRoot(path string) (r *os.Root, relPath string, ok bool, err error
 	if err != nil {
 		return nil, "", true, err
 	}
-	return h.root, rel(dir, path), true, nil
+	r, err = h.osRoot()
+	if err != nil {
+		return nil, "", true, err
+	}
+	return r, rel(dir, path), true, nil
 }
 
 // inRootR is inRoot for a resolved name, keeping a trailing "/".
