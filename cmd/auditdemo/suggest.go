@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 const suggestUsage = "usage: auditdemo suggest --log FILE [--policy FILE]"
@@ -66,7 +67,7 @@ func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 	}
 	var pol *policy.Policy
 	if *polPath != "" {
-		p, err := policy.Load(*polPath)
+		p, err := policyfile.Load(*polPath)
 		if err != nil {
 			printLoadError(stderr, *polPath, err)
 			return 2

@@ -17,6 +17,7 @@ import (
 	"github.com/auditguard/auditguard/fsguard"
 	"github.com/auditguard/auditguard/netguard"
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 	"github.com/auditguard/auditguard/procguard"
 )
 
@@ -68,7 +69,7 @@ func TestSuggestFromWarnRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer closeLog()
-		f, err := policy.LoadFile(polPath)
+		f, err := policyfile.LoadFile(polPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +186,7 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	loaded, err := policy.LoadFile(polPath)
+	loaded, err := policyfile.LoadFile(polPath)
 	if err != nil {
 		t.Fatalf("the policy with the suggestion appended does not load: %v", err)
 	}

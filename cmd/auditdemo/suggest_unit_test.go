@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // writeLog writes records as JSON lines, as audit's slog JSON handler
@@ -132,7 +133,7 @@ func TestSuggestCases(t *testing.T) {
 		}
 	}
 	// The additions load as a policy file, and allow what they say.
-	f, err := policy.Parse("suggested.toml", []byte(out), policy.WithHome(home))
+	f, err := policyfile.Parse("suggested.toml", []byte(out), policyfile.WithHome(home))
 	if err != nil {
 		t.Fatalf("the suggestion does not load: %v", err)
 	}
@@ -231,7 +232,7 @@ func TestSuggestExecDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := policy.Parse(pol, append(data, r.stdout...))
+	f, err := policyfile.Parse(pol, append(data, r.stdout...))
 	if err != nil {
 		t.Fatalf("appended suggestion does not load: %v", err)
 	}
