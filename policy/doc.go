@@ -17,7 +17,7 @@
 //
 // # I/O: resolution only
 //
-// The package reads no files and parses no file format. The only I/O it
+// The package opens no files and parses no file format. The only I/O it
 // does is resolution, and only in these functions:
 //
 //   - Resolve turns a name into where it really lands, component by
