@@ -6,13 +6,10 @@ import (
 	"github.com/auditguard/auditguard/policy"
 )
 
-// The guard takes what a watched policy file says: policy.Watch swaps the
-// policy and the modes together through these methods.
-var (
-	_ policy.Swapper            = (*Guard)(nil)
-	_ policy.ModeSwapper        = (*Guard)(nil)
-	_ policy.PolicyModesSwapper = (*Guard)(nil)
-)
+// The guard takes what a watched policy file says: policyfile.Watch swaps
+// the policy and the modes together through these methods. The guard meets
+// policyfile's Swapper, ModeSwapper and PolicyModesSwapper; that is asserted
+// in watch_test.go, so that audit does not depend on the file format.
 
 // SetModes applies the modes of a policy file. A protocol the file leaves
 // unset goes back to the mode given to New, so deleting `net = "off"` from

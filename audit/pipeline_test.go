@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // TestPathDecisionsThroughThePipeline runs the path rules end to end on a
@@ -422,7 +423,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 // from a file tells how to allow it in the file's terms.
 func TestDenyErrorHintInFileTerms(t *testing.T) {
 	dir := t.TempDir()
-	f, err := policy.Parse("p.toml", []byte("[fs]\nwrite_roots = [\""+dir+"\"]\n"))
+	f, err := policyfile.Parse("p.toml", []byte("[fs]\nwrite_roots = [\""+dir+"\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,15 @@ import (
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
-// A Guard is what policy.Watch swaps policies into.
-var _ policy.Swapper = (*audit.Guard)(nil)
+// A Guard is what policyfile.Watch swaps policies and modes into.
+var (
+	_ policyfile.Swapper            = (*audit.Guard)(nil)
+	_ policyfile.ModeSwapper        = (*audit.Guard)(nil)
+	_ policyfile.PolicyModesSwapper = (*audit.Guard)(nil)
+)
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -56,7 +61,7 @@ func TestWatchGuard(t *testing.T) {
 	path := filepath.Join(dir, "policy.toml")
 	writePolicy(t, path, a)
 
-	pol, err := policy.Load(path)
+	pol, err := policyfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +69,14 @@ func TestWatchGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan policy.WatchEvent, 64)
-	w, err := policy.Watch(path, g, policy.WithDebounce(10*time.Millisecond), policy.WithWatchLogger(quiet()),
-		policy.WithOnEvent(func(ev policy.WatchEvent) { events <- ev }))
+	events := make(chan policyfile.WatchEvent, 64)
+	w, err := policyfile.Watch(path, g, policyfile.WithDebounce(10*time.Millisecond), policyfile.WithWatchLogger(quiet()),
+		policyfile.WithOnEvent(func(ev policyfile.WatchEvent) { events <- ev }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	wait := func(kind policy.WatchEventKind) policy.WatchEvent {
+	wait := func(kind policyfile.WatchEventKind) policyfile.WatchEvent {
 		t.Helper()
 		for {
 			select {
@@ -84,7 +89,7 @@ func TestWatchGuard(t *testing.T) {
 			}
 		}
 	}
-	wait(policy.WatchLoaded)
+	wait(policyfile.WatchLoaded)
 
 	ctx, release, err := g.Enter(context.Background())
 	if err != nil {
@@ -96,7 +101,7 @@ func TestWatchGuard(t *testing.T) {
 	}
 
 	writePolicy(t, path, b)
-	wait(policy.WatchReloaded)
+	wait(policyfile.WatchReloaded)
 	if err := checkWrite(ctx, b+"/x"); err != nil {
 		t.Fatalf("after reload: %v", err)
 	}
@@ -111,7 +116,7 @@ func TestWatchGuard(t *testing.T) {
 
 	// A broken edit: reported, the old decisions stay.
 	writeDoc(t, path, "[fs]\nwrite_root = [\""+a+"\"]\n")
-	ev := wait(policy.WatchRejected)
+	ev := wait(policyfile.WatchRejected)
 	if !strings.Contains(ev.Err.Error(), `did you mean "write_roots"`) {
 		t.Errorf("rejection: %v", ev.Err)
 	}
@@ -123,7 +128,7 @@ func TestWatchGuard(t *testing.T) {
 	// message the caller sees.
 	doc := "[fs]\nwrite_roots = [\"" + b + "\"]\nprotected = [\"secrets\"]\n"
 	writeDoc(t, path, doc)
-	wait(policy.WatchReloaded)
+	wait(policyfile.WatchReloaded)
 	err = checkWrite(ctx, b+"/secrets/k")
 	if err == nil || !strings.Contains(err.Error(), `protected "secrets" (`+path+`:3)`) {
 		t.Fatalf("denial does not name the file and line: %v", err)
@@ -138,7 +143,7 @@ func TestWatchGuardStress(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "policy.toml")
 	writePolicy(t, path, filepath.Join(dir, "r0"))
-	pol, err := policy.Load(path)
+	pol, err := policyfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +151,10 @@ func TestWatchGuardStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reloaded := make(chan *policy.File, 256)
-	w, err := policy.Watch(path, g, policy.WithDebounce(5*time.Millisecond), policy.WithWatchLogger(quiet()),
-		policy.WithOnEvent(func(ev policy.WatchEvent) {
-			if ev.Kind == policy.WatchReloaded {
+	reloaded := make(chan *policyfile.File, 256)
+	w, err := policyfile.Watch(path, g, policyfile.WithDebounce(5*time.Millisecond), policyfile.WithWatchLogger(quiet()),
+		policyfile.WithOnEvent(func(ev policyfile.WatchEvent) {
+			if ev.Kind == policyfile.WatchReloaded {
 				reloaded <- ev.File
 			}
 		}))
@@ -217,7 +222,7 @@ func TestWatchGuardModes(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "policy.toml")
 	writeDoc(t, path, "[fs]\nwrite_roots = [\""+dir+"/w\"]\n[modes]\nfs = \"warn\"\nnet = \"off\"\n")
-	pol, err := policy.Load(path)
+	pol, err := policyfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,14 +230,14 @@ func TestWatchGuardModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan policy.WatchEvent, 64)
-	w, err := policy.Watch(path, g, policy.WithDebounce(10*time.Millisecond), policy.WithWatchLogger(quiet()),
-		policy.WithOnEvent(func(ev policy.WatchEvent) { events <- ev }))
+	events := make(chan policyfile.WatchEvent, 64)
+	w, err := policyfile.Watch(path, g, policyfile.WithDebounce(10*time.Millisecond), policyfile.WithWatchLogger(quiet()),
+		policyfile.WithOnEvent(func(ev policyfile.WatchEvent) { events <- ev }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	wait := func(kind policy.WatchEventKind) {
+	wait := func(kind policyfile.WatchEventKind) {
 		t.Helper()
 		for {
 			select {
@@ -240,7 +245,7 @@ func TestWatchGuardModes(t *testing.T) {
 				if ev.Kind == kind {
 					return
 				}
-				if ev.Kind == policy.WatchRejected || ev.Kind == policy.WatchFailed {
+				if ev.Kind == policyfile.WatchRejected || ev.Kind == policyfile.WatchFailed {
 					t.Fatalf("watch: %v", ev.Err)
 				}
 			case <-time.After(20 * time.Second):
@@ -248,12 +253,12 @@ func TestWatchGuardModes(t *testing.T) {
 			}
 		}
 	}
-	wait(policy.WatchLoaded)
+	wait(policyfile.WatchLoaded)
 	if g.Mode(audit.FS) != audit.Warn || g.Mode(audit.Net) != audit.Off || g.Mode(audit.Exec) != audit.Enforce {
 		t.Fatalf("modes after load: fs=%v net=%v exec=%v", g.Mode(audit.FS), g.Mode(audit.Net), g.Mode(audit.Exec))
 	}
 	writeDoc(t, path, "[fs]\nwrite_roots = [\""+dir+"/w\"]\n")
-	wait(policy.WatchReloaded)
+	wait(policyfile.WatchReloaded)
 	if g.Mode(audit.FS) != audit.Enforce || g.Mode(audit.Net) != audit.Warn {
 		t.Fatalf("modes after removing [modes]: fs=%v net=%v, want enforce and the Warn given to New", g.Mode(audit.FS), g.Mode(audit.Net))
 	}

@@ -142,7 +142,7 @@ func Enter(t testing.TB, spec policy.Spec, opts ...Option) *Firewall {
 	return EnterPolicy(t, p, opts...)
 }
 
-// EnterPolicy is Enter with a built policy (policy.Load of a TOML file,
+// EnterPolicy is Enter with a built policy (policyfile.Load of a TOML file,
 // say).
 func EnterPolicy(t testing.TB, p *policy.Policy, opts ...Option) *Firewall {
 	t.Helper()

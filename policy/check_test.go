@@ -356,7 +356,7 @@ func TestNilPolicy(t *testing.T) {
 			t.Errorf("%s on a nil policy: %+v", name, d)
 		}
 	}
-	if p.WriteRoots() != nil || p.Rules() != nil || p.DotRoot() || p.NetRuleCount() != 0 || p.FromFile() {
+	if p.WriteRoots() != nil || p.Rules() != nil || p.DotRoot() || p.NetRuleCount() != 0 || p.HintFor(&Rule{Hint: "h"}) != "h" {
 		t.Error("accessors of a nil policy returned something")
 	}
 	if env, _ := p.ExecEnv(ExecEnvInput{Host: []string{"PATH=/bin"}}); env != nil {

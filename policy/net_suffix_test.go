@@ -43,13 +43,3 @@ func TestHostWildcardPublicSuffix(t *testing.T) {
 		}
 	}
 }
-
-func TestHostWildcardPublicSuffixFile(t *testing.T) {
-	_, err := Parse("policy.toml", []byte("[[net.allow]]\nhost = \"*.co.uk\"\nports = [443]\n"))
-	if err == nil {
-		t.Fatal("a wildcard over co.uk was accepted from a file")
-	}
-	if msg := err.Error(); !strings.Contains(msg, "policy.toml:") || !strings.Contains(msg, `"*.example.co.uk"`) {
-		t.Errorf("message lacks the position or the hint: %s", msg)
-	}
-}

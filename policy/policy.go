@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,9 @@ type Policy struct {
 	readDeny, protected []string
 	exec                execRules // exec.go
 	net                 netRules  // net.go
-	fromFile            bool      // loaded from a policy file: hints name TOML keys (file_hints.go)
+	// hints words hints in the terms the policy was written in
+	// (Builder.Hints, hints.go); nil for the Go API's own words.
+	hints map[HintTopic]string
 	// wire is what built the policy, kept so that another process can
 	// rebuild the same policy (wire.go).
 	wire wirePolicy
@@ -89,6 +92,11 @@ type Builder struct {
 	// its own provenance.
 	Exec ExecSpec
 	Net  NetSpec
+	// Hints words the hints of denials in the terms the policy is written
+	// in, by topic: Policy.HintFor gives them instead of the core's Go API
+	// wording. Package policyfile fills it with TOML tables and keys; code
+	// leaves it nil.
+	Hints map[HintTopic]string
 
 	entries []builderEntry
 }
@@ -129,7 +137,7 @@ func (b *Builder) add(k RuleKind, v, src string) {
 // Build validates every entry, canonicalises paths (resolving symbolic links
 // of roots that exist, keeping both spellings) and indexes the result.
 func (b *Builder) Build() (*Policy, error) {
-	p := &Policy{wire: b.wireForm()}
+	p := &Policy{wire: b.wireForm(), hints: maps.Clone(b.Hints)}
 	var errs []error
 	ib := indexBuilder{ix: &p.ix}
 
@@ -257,6 +265,13 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 	}
 	return fmt.Errorf("unknown entry kind %v", e.kind)
 }
+
+// Paths returns the absolute paths a path entry stands for, as Build
+// indexes it: "~" expanded with Home, the entry as written (cleaned, when it
+// has no ".."), and the entry with symbolic links resolved. It resolves on
+// the real filesystem. A front end uses it to compare entries of two
+// policies the way Build will see them.
+func (b *Builder) Paths(entry string) ([]string, error) { return b.absolute(entry) }
 
 // absolute expands "~", checks the path is absolute and returns its
 // spellings: as written (cleaned, when that is safe) and with symbolic links

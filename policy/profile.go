@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/auditguard/auditguard/policy/internal/didyoumean"
 )
 
 // Toolchain profiles: what a policy needs for one toolchain to work under
@@ -228,7 +230,7 @@ func ProfileNamed(ref string) (*Profile, error) {
 			return nil, fmt.Errorf("profile %s has no version %s", name, ver)
 		}
 		msg := "unknown profile " + strconv.Quote(ref) + " (known: " + strings.Join(names, ", ") + ")"
-		if s := closestName(name, names); s != "" {
+		if s := didyoumean.Closest(name, names); s != "" {
 			msg += "; did you mean " + strconv.Quote(s) + "?"
 		}
 		return nil, errors.New(msg)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // TestProfilesExpand: `use` brings each toolchain's programs, the helper
@@ -24,7 +25,7 @@ func TestProfilesExpand(t *testing.T) {
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pol, err := policy.Load(file)
+	pol, err := policyfile.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestProfileFileErrors(t *testing.T) {
 		if err := os.WriteFile(file, []byte(tc.text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := policy.Load(file)
+		_, err := policyfile.Load(file)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.text, err, tc.want)
 		}
@@ -170,7 +171,7 @@ func TestNoBuiltinDeny(t *testing.T) {
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	off, err := policy.Load(file)
+	off, err := policyfile.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 )
 
@@ -23,8 +24,10 @@ type wirePolicy struct {
 	Entries          []wireEntry `json:"entries,omitempty"`
 	Exec             ExecSpec    `json:"exec"`
 	Net              NetSpec     `json:"net"`
-	// FromFile keeps hints in the policy file's terms (file_hints.go).
-	FromFile bool `json:"from_file,omitempty"`
+	// Hints keeps hints in the terms the policy was written in
+	// (Builder.Hints): a policy loaded from a file says TOML keys in the
+	// other process too.
+	Hints map[HintTopic]string `json:"hints,omitempty"`
 }
 
 type wireEntry struct {
@@ -34,7 +37,7 @@ type wireEntry struct {
 }
 
 func (b *Builder) wireForm() wirePolicy {
-	w := wirePolicy{Home: b.Home, ReplaceProtected: b.ReplaceProtected, Exec: b.Exec, Net: b.Net}
+	w := wirePolicy{Home: b.Home, ReplaceProtected: b.ReplaceProtected, Exec: b.Exec, Net: b.Net, Hints: maps.Clone(b.Hints)}
 	if w.Home == "" {
 		if h, err := os.UserHomeDir(); err == nil {
 			w.Home = h
@@ -52,9 +55,7 @@ func (b *Builder) wireForm() wirePolicy {
 // in this process or another one on the same machine (relative roots
 // such as "." keep their meaning: the working directory of each check).
 func (p *Policy) MarshalJSON() ([]byte, error) {
-	w := p.wire
-	w.FromFile = p.fromFile
-	return json.Marshal(&w)
+	return json.Marshal(&p.wire)
 }
 
 // UnmarshalJSON rebuilds a policy encoded by MarshalJSON, validating every
@@ -66,7 +67,7 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	b := Builder{Home: w.Home, ReplaceProtected: w.ReplaceProtected, Exec: w.Exec, Net: w.Net}
+	b := Builder{Home: w.Home, ReplaceProtected: w.ReplaceProtected, Exec: w.Exec, Net: w.Net, Hints: w.Hints}
 	for _, e := range w.Entries {
 		switch e.Kind {
 		case KindWriteRoot, KindReadRoot, KindReadDeny, KindProtected:
@@ -80,6 +81,5 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*p = *built
-	p.fromFile = w.FromFile
 	return nil
 }

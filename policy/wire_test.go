@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // TestPolicyJSONRoundTrip: a policy encoded and rebuilt decides every
@@ -33,7 +34,7 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 	})
 	must(err)
 	toml := "[fs]\nwrite_roots = [\"" + root + "\"]\nprotected = [\"deploy.key\"]\n[[exec.allow]]\nprogram = \"/bin/sh\"\n"
-	f, err := policy.Parse("policy.toml", []byte(toml))
+	f, err := policyfile.Parse("policy.toml", []byte(toml))
 	must(err)
 
 	for name, p := range map[string]*policy.Policy{"code": code, "file": f.Policy} {
@@ -51,6 +52,10 @@ func TestPolicyJSONRoundTrip(t *testing.T) {
 					a, b := p.CheckPath(op, path, cwd), q.CheckPath(op, path, cwd)
 					if a.Allowed != b.Allowed || a.Rule.String() != b.Rule.String() || a.Tier != b.Tier {
 						t.Errorf("%v %s: %v (%v) before, %v (%v) after", op, path, a.Allowed, a.Rule, b.Allowed, b.Rule)
+					}
+					// Hints keep the terms the policy was written in.
+					if ha, hb := p.HintFor(a.Rule), q.HintFor(b.Rule); ha != hb {
+						t.Errorf("%v %s: hint %q before, %q after", op, path, ha, hb)
 					}
 				}
 			}

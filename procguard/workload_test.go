@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
-	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 	"github.com/auditguard/auditguard/procguard"
 )
 
@@ -149,7 +149,7 @@ func TestAgentWorkload(t *testing.T) {
 	if err := os.WriteFile(polFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := policy.LoadFile(polFile)
+	f, err := policyfile.LoadFile(polFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // TestAgentsDocCheckOutput keeps the `auditdemo check` output shown in
@@ -33,7 +34,7 @@ func TestAgentsDocCheckOutput(t *testing.T) {
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.Load(file)
+	p, err := policyfile.Load(file)
 	if err != nil {
 		t.Skipf("git or go missing: %v", err)
 	}

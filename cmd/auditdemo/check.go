@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // cmdCheck validates a policy file and prints its effective rules, each
@@ -29,7 +30,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: auditdemo check --policy FILE")
 		return 2
 	}
-	f, err := policy.LoadFile(*path)
+	f, err := policyfile.LoadFile(*path)
 	if err != nil {
 		printLoadError(stderr, *path, err)
 		return 1
@@ -45,7 +46,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 // printLoadError prints every problem of a policy file, one a line, as
 // "file:line:col: key: message (did you mean ...?)".
 func printLoadError(w io.Writer, path string, err error) {
-	var le *policy.LoadError
+	var le *policyfile.LoadError
 	if errors.As(err, &le) {
 		n := len(le.Problems)
 		fmt.Fprintf(w, "%s: %d problem%s:\n", path, n, plural(n))
@@ -240,8 +241,8 @@ func orDefault(s string) string {
 
 // loadGuard loads a policy file and builds a guard deciding with it, in the
 // modes the file sets (enforce for the ones it leaves out).
-func loadGuard(path string, opts ...audit.Option) (*policy.File, *audit.Guard, error) {
-	f, err := policy.LoadFile(path)
+func loadGuard(path string, opts ...audit.Option) (*policyfile.File, *audit.Guard, error) {
+	f, err := policyfile.LoadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // TestDefaultPolicyToolOptions: every option the tool tables list for a
@@ -14,7 +15,7 @@ import (
 func TestDefaultPolicyToolOptions(t *testing.T) {
 	work := t.TempDir()
 	doc := strings.NewReplacer("{{workspace}}", work, "{{demo_port}}", "8080").Replace(defaultPolicy)
-	file, err := policy.Parse("default-policy.toml", []byte(doc))
+	file, err := policyfile.Parse("default-policy.toml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/fsguard"
-	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 //go:embed default-policy.toml
@@ -85,7 +85,7 @@ func demo(out io.Writer, logPath string) error {
 	// The host: an embedded policy, a recorder, and a BeforeDeny that lets
 	// the host's own search tool run what generated code may not.
 	doc := strings.NewReplacer("{{workspace}}", work, "{{demo_port}}", port).Replace(defaultPolicy)
-	file, err := policy.Parse("default-policy.toml", []byte(doc))
+	file, err := policyfile.Parse("default-policy.toml", []byte(doc))
 	if err != nil {
 		return err
 	}

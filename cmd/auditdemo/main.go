@@ -9,7 +9,8 @@
 //	auditdemo check --policy FILE              validate; print the effective rules
 //	auditdemo explain --policy FILE write PATH | read PATH | exec CMD ARGS... | dial HOST:PORT
 //	auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
-//	auditdemo suggest --log FILE [--policy FILE]  TOML that would allow a Warn run's would-denies
+//	auditdemo suggest --log FILE                  TOML that would allow a Warn run's would-denies
+//	auditdemo suggest --log FILE --policy FILE [--diff] [--keep-modes]  that policy with them merged
 //	auditdemo proxy --policy FILE --listen ADDR [--log FILE]  the egress proxy, logging JSON lines
 package main
 
@@ -34,8 +35,12 @@ const usage = `usage:
   auditdemo explain --policy FILE dial HOST:PORT
   auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
                                                run a command under procguard and print the decision
-  auditdemo suggest --log FILE [--policy FILE] print the narrowest TOML additions that would allow
+  auditdemo suggest --log FILE                 print the narrowest TOML additions that would allow
                                                the would-deny events of a Warn-mode log
+  auditdemo suggest --log FILE --policy FILE [--diff] [--keep-modes]
+                                               print the policy the log was written under with the
+                                               additions merged in and its warn modes set to enforce
+                                               (--keep-modes: kept), or a unified diff (--diff)
   auditdemo proxy --policy FILE --listen ADDR [--log FILE]
                                                serve netguard's HTTP and SOCKS5 egress proxy on ADDR
                                                (host:port or unix:/path), logging JSON lines

@@ -16,9 +16,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
-const suggestUsage = "usage: auditdemo suggest --log FILE [--policy FILE]"
+const suggestUsage = "usage: auditdemo suggest --log FILE [--policy FILE [--diff] [--keep-modes]]"
 
 // cmdSuggest reads a JSON-lines audit log written in warn mode and prints
 // the narrowest policy-file additions that would have allowed its
@@ -50,23 +51,34 @@ const suggestUsage = "usage: auditdemo suggest --log FILE [--policy FILE]"
 // record's detail) outside its write roots becomes a write root too.
 // Without it, that directory is a note.
 //
-// Exit status: 0, 1 when the log cannot be read or has malformed lines, 2
-// on a usage error.
+// Without --policy, suggest prints the additions alone. With it, it prints
+// the merged policy: the file with the additions written into its lists
+// and tables, every other line as it was, and its "warn" modes set to
+// "enforce" (--keep-modes keeps them, for another warn round); merge.go
+// says how. The merged policy is loaded before it is printed. --diff
+// prints a unified diff against the file instead. The summary goes to
+// stderr then, so that stdout is the file (or the diff).
+//
+// Exit status: 0, 1 when the log cannot be read or has malformed lines or
+// the merge fails or does not load, 2 on a usage error or a --policy file
+// that does not load.
 func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("auditdemo suggest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	logPath := fs.String("log", "", "the JSON-lines audit log `FILE` of a warn-mode run")
-	polPath := fs.String("policy", "", "the policy `FILE` the log was written under (its exec path and write roots)")
+	polPath := fs.String("policy", "", "the policy `FILE` the log was written under (its exec path and write roots); print it merged with the additions")
+	diff := fs.Bool("diff", false, "with --policy: print a unified diff against the policy file instead of the merged file")
+	keepModes := fs.Bool("keep-modes", false, "with --policy: keep \"warn\" modes in the merged file instead of setting them to \"enforce\"")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *logPath == "" || fs.NArg() != 0 {
+	if *logPath == "" || fs.NArg() != 0 || (*polPath == "" && (*diff || *keepModes)) {
 		fmt.Fprintln(stderr, suggestUsage)
 		return 2
 	}
 	var pol *policy.Policy
 	if *polPath != "" {
-		p, err := policy.Load(*polPath)
+		p, err := policyfile.Load(*polPath)
 		if err != nil {
 			printLoadError(stderr, *polPath, err)
 			return 2
@@ -100,7 +112,37 @@ func cmdSuggest(args []string, stdout, stderr io.Writer) int {
 			s.denied++
 		}
 	}
-	s.write(stdout, *logPath)
+	if *polPath == "" {
+		s.write(stdout, *logPath)
+		return 0
+	}
+	return s.writeMerged(stdout, stderr, *polPath, *logPath, *diff, *keepModes)
+}
+
+// writeMerged prints the policy at polPath merged with the additions, or
+// the diff from it, after loading the merged text.
+func (s *suggester) writeMerged(stdout, stderr io.Writer, polPath, logPath string, diff, keepModes bool) int {
+	base, err := os.ReadFile(polPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "auditdemo suggest:", err)
+		return 1
+	}
+	s.writeSummary(stderr, logPath, s.additions())
+	merged, err := s.mergePolicy(base, keepModes, logPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "auditdemo suggest: cannot merge into %s: %v\n", polPath, err)
+		return 1
+	}
+	if _, err := policyfile.Parse(polPath, merged); err != nil {
+		fmt.Fprintln(stderr, "auditdemo suggest: the merged policy does not load:")
+		printLoadError(stderr, polPath, err)
+		return 1
+	}
+	if !diff {
+		stdout.Write(merged)
+		return 0
+	}
+	fmt.Fprint(stdout, unifiedDiff(polPath, polPath+" (merged)", base, merged))
 	return 0
 }
 
@@ -642,17 +684,36 @@ func (s *suggester) addNetRule(n netSuggestion) {
 }
 
 // write prints the additions as TOML.
-func (s *suggester) write(w io.Writer, logName string) {
-	writeRoots := prune(s.writeRoots)
-	readRoots := prune(s.readRoots)
-	execAllow := pruneExec(s.execAllow)
-	n := len(writeRoots) + len(readRoots) + len(execAllow) + len(s.netAllow)
+// additions are what the suggester proposes, deduplicated and pruned.
+type additions struct {
+	writeRoots, readRoots []entry
+	execAllow             []execSuggestion
+	netAllow              []netSuggestion
+}
+
+func (s *suggester) additions() additions {
+	return additions{writeRoots: prune(s.writeRoots), readRoots: prune(s.readRoots),
+		execAllow: pruneExec(s.execAllow), netAllow: s.netAllow}
+}
+
+func (a additions) count() int {
+	return len(a.writeRoots) + len(a.readRoots) + len(a.execAllow) + len(a.netAllow)
+}
+
+// writeSummary prints the comment lines that say what the log held.
+func (s *suggester) writeSummary(w io.Writer, logName string, a additions) {
+	n := a.count()
 	fmt.Fprintf(w, "# auditdemo suggest: %d would-deny event%s in %s\n", s.events, plural(s.events), oneLine(logName))
 	fmt.Fprintf(w, "# %d addition%s; %d denial%s without one (at the end).\n", n, plural(n), len(s.cannot), plural(len(s.cannot)))
 	if s.denied > 0 {
 		fmt.Fprintf(w, "# %d denied event%s ignored: they come from enforce mode, where the call did not\n", s.denied, plural(s.denied))
 		fmt.Fprintln(w, "# happen and what followed it is unknown; run in warn mode to see everything a task needs.")
 	}
+}
+
+func (s *suggester) write(w io.Writer, logName string) {
+	a := s.additions()
+	s.writeSummary(w, logName, a)
 	if s.events == 0 {
 		fmt.Fprintln(w, "# nothing to add")
 		return
@@ -660,15 +721,21 @@ func (s *suggester) write(w io.Writer, logName string) {
 	fmt.Fprintln(w, "# [[exec.allow]] and [[net.allow]] tables can be appended to a policy file as")
 	fmt.Fprintln(w, "# they are. A TOML list cannot be extended from a second place: if the policy")
 	fmt.Fprintln(w, "# already has [fs] write_roots or read_roots, move the entries below into its")
-	fmt.Fprintln(w, "# lists instead of appending the [fs] table. Exec args are an argument prefix:")
-	fmt.Fprintln(w, "# a rule also allows the same arguments followed by more. Review each entry, then")
-	fmt.Fprintln(w, "# set [modes] back to \"enforce\".")
-	if len(writeRoots)+len(readRoots) > 0 {
+	fmt.Fprintln(w, "# lists instead of appending the [fs] table (or let suggest --policy merge them).")
+	fmt.Fprintln(w, "# Exec args are an argument prefix: a rule also allows the same arguments followed")
+	fmt.Fprintln(w, "# by more. Review each entry, then set [modes] back to \"enforce\".")
+	if len(a.writeRoots)+len(a.readRoots) > 0 {
 		fmt.Fprintln(w, "\n[fs]")
-		writeList(w, "write_roots", writeRoots)
-		writeList(w, "read_roots", readRoots)
+		writeList(w, "write_roots", a.writeRoots)
+		writeList(w, "read_roots", a.readRoots)
 	}
-	for _, x := range execAllow {
+	writeTables(w, a)
+	s.writeCannot(w)
+}
+
+// writeTables prints the [[exec.allow]] and [[net.allow]] tables.
+func writeTables(w io.Writer, a additions) {
+	for _, x := range a.execAllow {
 		fmt.Fprintln(w)
 		writeComments(w, x.events, x.notes)
 		fmt.Fprintln(w, "[[exec.allow]]")
@@ -678,7 +745,7 @@ func (s *suggester) write(w io.Writer, logName string) {
 			fmt.Fprintf(w, "match = [%s]\n", tomlList(x.args))
 		}
 	}
-	for _, x := range s.netAllow {
+	for _, x := range a.netAllow {
 		fmt.Fprintln(w)
 		writeComments(w, x.events, x.notes)
 		fmt.Fprintln(w, "[[net.allow]]")
@@ -706,6 +773,10 @@ func (s *suggester) write(w io.Writer, logName string) {
 			fmt.Fprintf(w, "match = [%s]\n", tomlString(host+":"+x.port))
 		}
 	}
+}
+
+// writeCannot prints the denials no addition overturns, as comments.
+func (s *suggester) writeCannot(w io.Writer) {
 	for _, c := range s.cannot {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, c)
@@ -726,10 +797,15 @@ func writeList(w io.Writer, key string, list []entry) {
 		return
 	}
 	fmt.Fprintf(w, "%s = [\n", key)
-	for _, e := range list {
-		fmt.Fprintf(w, "  %s, # allows %s\n", tomlString(e.path), strings.Join(e.events, "; "))
-	}
+	writeElements(w, list)
 	fmt.Fprintln(w, "]")
+}
+
+// writeElements prints list entries one a line, each with what it allows.
+func writeElements(w io.Writer, list []entry) {
+	for _, e := range list {
+		fmt.Fprintf(w, "  %s, # allows %s\n", tomlString(e.path), oneLine(strings.Join(e.events, "; ")))
+	}
 }
 
 // prune drops entries within another entry of the list: that root already

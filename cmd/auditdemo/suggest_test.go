@@ -17,13 +17,14 @@ import (
 	"github.com/auditguard/auditguard/fsguard"
 	"github.com/auditguard/auditguard/netguard"
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 	"github.com/auditguard/auditguard/procguard"
 )
 
 // TestSuggestFromWarnRun runs a warn-mode guard over real fs, exec and net
 // operations (real files, real processes, a loopback server) with a
-// JSON-lines log, turns the log into TOML with suggest, appends it to the
-// policy and checks that the result allows exactly the logged operations:
+// JSON-lines log, merges the suggestions into the policy with suggest
+// --policy and checks that the result allows exactly the logged operations:
 // each of them is allowed, each neighbour stays denied, and hard denials
 // stay denied.
 func TestSuggestFromWarnRun(t *testing.T) {
@@ -68,7 +69,7 @@ func TestSuggestFromWarnRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer closeLog()
-		f, err := policy.LoadFile(polPath)
+		f, err := policyfile.LoadFile(polPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,14 +144,17 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		}
 	}()
 
+	// With --policy, suggest prints the policy merged with its additions.
 	r := cli(t, "suggest", "--log", logPath, "--policy", polPath)
 	if r.code != 0 {
 		t.Fatalf("suggest: %v", r)
 	}
 	out := r.stdout
 	t.Logf("suggest output:\n%s", out)
+	wantAll(t, "suggest summary", r.stderr, "# auditdemo suggest: 11 would-deny events")
 	wantAll(t, "suggest output", out,
-		"# auditdemo suggest: 11 would-deny events",
+		"# A policy for a dry run", // the file it merged into
+		"fs   = \"enforce\"",       // its warn modes, now enforced
 		"[fs]\nwrite_roots = [\n  "+strconv.Quote(build)+", # allows fs create "+build,
 		strconv.Quote(docs)+", # allows fs write "+notes+" (its nearest existing directory "+docs+": a write root is a directory)",
 		"[[exec.allow]]\nprogram = ",
@@ -176,18 +180,16 @@ func TestSuggestFromWarnRun(t *testing.T) {
 		t.Fatalf("warn mode wrote the protected hook: %v", err)
 	}
 
-	// Append the suggestion and load the policy: enforce mode, no modes.
-	f, err := os.OpenFile(polPath, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
+	// Save the merged policy and load it: enforce mode.
+	if err := os.WriteFile(polPath, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString("\n" + out); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	loaded, err := policy.LoadFile(polPath)
+	loaded, err := policyfile.LoadFile(polPath)
 	if err != nil {
-		t.Fatalf("the policy with the suggestion appended does not load: %v", err)
+		t.Fatalf("the merged policy does not load: %v", err)
+	}
+	if want := (policy.Modes{FS: policy.ModeEnforce, Exec: policy.ModeEnforce, Net: policy.ModeEnforce}); loaded.Modes != want {
+		t.Errorf("merged modes %+v, want %+v", loaded.Modes, want)
 	}
 	g, err := audit.New(loaded.Policy, audit.WithLogger(discardLogger()))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // writeLog writes records as JSON lines, as audit's slog JSON handler
@@ -132,7 +133,7 @@ func TestSuggestCases(t *testing.T) {
 		}
 	}
 	// The additions load as a policy file, and allow what they say.
-	f, err := policy.Parse("suggested.toml", []byte(out), policy.WithHome(home))
+	f, err := policyfile.Parse("suggested.toml", []byte(out), policyfile.WithHome(home))
 	if err != nil {
 		t.Fatalf("the suggestion does not load: %v", err)
 	}
@@ -165,6 +166,24 @@ func TestSuggestErrors(t *testing.T) {
 	}
 	if r := cli(t, "suggest"); r.code != 2 {
 		t.Errorf("no --log: %v", r)
+	}
+	if r := cli(t, "suggest", "--log", bad, "--diff"); r.code != 2 || !strings.Contains(r.stderr, suggestUsage) {
+		t.Errorf("--diff without --policy: %v", r)
+	}
+	if r := cli(t, "suggest", "--log", bad, "--keep-modes"); r.code != 2 {
+		t.Errorf("--keep-modes without --policy: %v", r)
+	}
+	// A policy whose layout the merge cannot extend safely: nothing is
+	// printed, and the reason is.
+	inline := filepath.Join(dir, "inline.toml")
+	if err := os.WriteFile(inline, []byte("[exec]\nallow = [{ program = \"/bin/false\" }]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	echo := warnRec("exec", "exec", "echo", "/bin/echo", `exec rule "programs need an exec rule"`, "soft")
+	echo["argv"], echo["program"] = []string{"echo", "hi"}, "/bin/echo"
+	if r := cli(t, "suggest", "--log", writeLog(t, echo), "--policy", inline); r.code != 1 || r.stdout != "" ||
+		!strings.Contains(r.stderr, "exec.allow is written as an inline array") {
+		t.Errorf("merge into an inline exec.allow: %v", r)
 	}
 	empty := filepath.Join(dir, "empty.jsonl")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
@@ -226,14 +245,10 @@ func TestSuggestExecDir(t *testing.T) {
 		"program = \""+echo+"\"\nargs = [\"hi\"]",
 		"cidr = \"127.0.0.1\"\nnetwork = \"udp\"\nports = [5353]",
 	)
-	// Appended, the policy runs the command there.
-	data, err := os.ReadFile(pol)
+	// The merged policy runs the command there.
+	f, err := policyfile.Parse(pol, []byte(r.stdout))
 	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := policy.Parse(pol, append(data, r.stdout...))
-	if err != nil {
-		t.Fatalf("appended suggestion does not load: %v", err)
+		t.Fatalf("merged policy does not load: %v", err)
 	}
 	req := policy.ExecRequest{Plan: policy.ExecPlan{Commands: []policy.ExecCommand{{Name: "echo", Program: echo, Argv: []string{"echo", "hi"}}}}, Dir: work}
 	if d := req.Decide(f.Policy); !d.Allowed {

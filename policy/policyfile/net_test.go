@@ -1,9 +1,11 @@
-package policy
+package policyfile
 
 import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 const netOperator = `# operator layer
@@ -80,28 +82,28 @@ cidr = "10.1.2.3"
 	pub := []netip.Addr{netip.MustParseAddr("93.184.215.14")}
 	ws := func(line string) string { return e.ws + ":" + line }
 	tests := []struct {
-		op      Op
+		op      policy.Op
 		network string
 		host    string
 		port    uint16
 		addrs   []netip.Addr
 		allowed bool
-		tier    Tier
+		tier    policy.Tier
 		source  string
 	}{
-		{OpConnect, "tcp", "api.example.com", 443, pub, true, TierNone, ws("2")},
-		{OpConnect, "tcp", "www.example.com", 443, pub, false, TierSoft, "builtin"}, // the operator's allows are replaced
-		{OpConnect, "tcp", "a.cdn.example.com", 8080, pub, true, TierNone, ws("6")},
-		{OpConnect, "tcp", "a.cdn.example.com", 8200, pub, false, TierSoft, "builtin"},
-		{OpConnect, "tcp", "api.example.org", 8443, pub, true, TierNone, ws("10")},
-		{OpConnect, "tcp", "10.1.2.4", 5432, nil, true, TierNone, ws("14")},
-		{OpConnect, "tcp", "10.1.3.4", 5432, nil, false, TierHard, "builtin"},
-		{OpConnect, "tcp", "10.1.2.3", 5432, nil, false, TierHard, ws("27")},
-		{OpConnect, "tcp", "evil.example.com", 443, pub, false, TierHard, e.op + ":33"},
-		{OpListen, "tcp", "127.0.0.1", 8080, nil, true, TierNone, ws("18")},
-		{OpListen, "tcp", "127.0.0.2", 8080, nil, false, TierHard, "builtin"},
-		{OpConnect, "unix", e.work + "/run/db/s.sock", 0, nil, true, TierNone, ws("23")},
-		{OpConnect, "unix", e.work + "/run/s.sock", 0, nil, false, TierSoft, "builtin"},
+		{policy.OpConnect, "tcp", "api.example.com", 443, pub, true, policy.TierNone, ws("2")},
+		{policy.OpConnect, "tcp", "www.example.com", 443, pub, false, policy.TierSoft, "builtin"}, // the operator's allows are replaced
+		{policy.OpConnect, "tcp", "a.cdn.example.com", 8080, pub, true, policy.TierNone, ws("6")},
+		{policy.OpConnect, "tcp", "a.cdn.example.com", 8200, pub, false, policy.TierSoft, "builtin"},
+		{policy.OpConnect, "tcp", "api.example.org", 8443, pub, true, policy.TierNone, ws("10")},
+		{policy.OpConnect, "tcp", "10.1.2.4", 5432, nil, true, policy.TierNone, ws("14")},
+		{policy.OpConnect, "tcp", "10.1.3.4", 5432, nil, false, policy.TierHard, "builtin"},
+		{policy.OpConnect, "tcp", "10.1.2.3", 5432, nil, false, policy.TierHard, ws("27")},
+		{policy.OpConnect, "tcp", "evil.example.com", 443, pub, false, policy.TierHard, e.op + ":33"},
+		{policy.OpListen, "tcp", "127.0.0.1", 8080, nil, true, policy.TierNone, ws("18")},
+		{policy.OpListen, "tcp", "127.0.0.2", 8080, nil, false, policy.TierHard, "builtin"},
+		{policy.OpConnect, "unix", e.work + "/run/db/s.sock", 0, nil, true, policy.TierNone, ws("23")},
+		{policy.OpConnect, "unix", e.work + "/run/s.sock", 0, nil, false, policy.TierSoft, "builtin"},
 	}
 	for _, tt := range tests {
 		d := p.CheckNet(tt.op, tt.network, tt.host, tt.port, tt.addrs)
@@ -115,10 +117,10 @@ cidr = "10.1.2.3"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := f.Policy.CheckNet(OpConnect, "tcp", "www.example.com", 443, pub); !d.Allowed || d.Rule.Source != e.op+":5" {
+	if d := f.Policy.CheckNet(policy.OpConnect, "tcp", "www.example.com", 443, pub); !d.Allowed || d.Rule.Source != e.op+":5" {
 		t.Errorf("operator allow lost: %+v %v", d, d.Rule)
 	}
-	if d := f.Policy.CheckNet(OpConnect, "tcp", "old.example.com", 443, pub); d.Tier != TierHard || d.Rule.Source != e.ws+":1" {
+	if d := f.Policy.CheckNet(policy.OpConnect, "tcp", "old.example.com", 443, pub); d.Tier != policy.TierHard || d.Rule.Source != e.ws+":1" {
 		t.Errorf("workspace deny: %+v %v", d, d.Rule)
 	}
 }
@@ -172,51 +174,6 @@ func TestLayersNetRejectWidening(t *testing.T) {
 	}
 }
 
-func TestUnlocksNoMore(t *testing.T) {
-	mp := netip.MustParsePrefix
-	tests := []struct {
-		w, o string
-		ok   bool
-	}{
-		{"127.0.0.1/32", "127.0.0.0/8", true},
-		{"127.0.0.1/32", "0.0.0.0/0", false},
-		{"169.254.169.254/32", "169.254.0.0/16", false}, // metadata needs its exact address
-		{"169.254.169.0/24", "169.254.0.0/16", true},
-		{"10.1.0.0/16", "10.0.0.0/8", true},
-		{"93.184.215.0/24", "0.0.0.0/0", true},
-		{"2606:4700::/32", "2000::/3", true},
-		{"::1/128", "::/0", false},
-		{"2002:7f00:1::/48", "2002::/16", false}, // 6to4 embedding 127.0.0.1
-		{"2002::/16", "2002::/16", true},
-	}
-	for _, tt := range tests {
-		why := unlocksNoMore(mp(tt.w), mp(tt.o))
-		if (why == "") != tt.ok {
-			t.Errorf("unlocksNoMore(%s, %s) = %q, want ok=%v", tt.w, tt.o, why, tt.ok)
-		}
-	}
-}
-
-func TestPortsCover(t *testing.T) {
-	tests := []struct {
-		union []portRange
-		want  portRange
-		ok    bool
-	}{
-		{[]portRange{{443, 443}}, portRange{443, 443}, true},
-		{[]portRange{{8000, 8099}, {8100, 8200}}, portRange{8050, 8150}, true},
-		{[]portRange{{8000, 8099}, {8101, 8200}}, portRange{8050, 8150}, false},
-		{[]portRange{{0, 65535}}, portRange{0, 65535}, true},
-		{[]portRange{{1, 65535}}, portRange{0, 65535}, false},
-		{[]portRange{{80, 80}, {443, 443}}, portRange{80, 443}, false},
-	}
-	for _, tt := range tests {
-		if got := portsCover(append([]portRange(nil), tt.union...), tt.want); got != tt.ok {
-			t.Errorf("portsCover(%v, %v) = %v", tt.union, tt.want, got)
-		}
-	}
-}
-
 // TestWatchNetRules reloads net rules: an edit changes decisions, and a
 // widening workspace edit is rejected while the last good policy stays.
 func TestWatchNetRules(t *testing.T) {
@@ -225,7 +182,7 @@ func TestWatchNetRules(t *testing.T) {
 	pub := []netip.Addr{netip.MustParseAddr("93.184.215.14")}
 	dials := func(host string) func(WatchEvent) bool {
 		return func(ev WatchEvent) bool {
-			return ev.File.Policy.CheckNet(OpConnect, "tcp", host, 443, pub).Allowed
+			return ev.File.Policy.CheckNet(policy.OpConnect, "tcp", host, 443, pub).Allowed
 		}
 	}
 	h := newHarness(t)
@@ -239,7 +196,7 @@ func TestWatchNetRules(t *testing.T) {
 
 	writeAtomic(t, e.ws, "[[net.allow]]\nhost = \"b.example.com\"\nports = [443]\n")
 	h.wait(WatchReloaded, dials("b.example.com"))
-	if d := tg.p.Load().CheckNet(OpConnect, "tcp", "a.example.com", 443, pub); d.Allowed {
+	if d := tg.p.Load().CheckNet(policy.OpConnect, "tcp", "a.example.com", 443, pub); d.Allowed {
 		t.Fatal("the old workspace rule still allows")
 	}
 
@@ -248,7 +205,18 @@ func TestWatchNetRules(t *testing.T) {
 	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "ports 22 are not all allowed") {
 		t.Fatalf("rejection: %v", ev.Err)
 	}
-	if d := tg.p.Load().CheckNet(OpConnect, "tcp", "b.example.com", 443, pub); !d.Allowed || d.Rule.Source != e.ws+":1" {
+	if d := tg.p.Load().CheckNet(policy.OpConnect, "tcp", "b.example.com", 443, pub); !d.Allowed || d.Rule.Source != e.ws+":1" {
 		t.Fatalf("last good policy not in force: %+v", d)
+	}
+}
+
+// A wildcard over a public suffix is refused from a file too, at its line.
+func TestHostWildcardPublicSuffixFile(t *testing.T) {
+	_, err := Parse("policy.toml", []byte("[[net.allow]]\nhost = \"*.co.uk\"\nports = [443]\n"))
+	if err == nil {
+		t.Fatal("a wildcard over co.uk was accepted from a file")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "policy.toml:") || !strings.Contains(msg, `"*.example.co.uk"`) {
+		t.Errorf("message lacks the position or the hint: %s", msg)
 	}
 }

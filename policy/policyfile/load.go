@@ -1,17 +1,19 @@
-package policy
+package policyfile
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/internal/didyoumean"
 )
 
 // This file loads policy files: strict TOML whose every rule keeps the
 // file and line it was written on as its Source. The format is documented in
-// docs/policy.md; policy/testdata/example.toml is a complete example.
+// docs/policy.md; policy/policyfile/testdata/example.toml is a complete example.
 //
 //	[modes]
 //	fs   = "enforce"          # "enforce" | "warn" | "off"
@@ -21,67 +23,26 @@ import (
 //	read_deny   = ["~/.ssh", ".env"]
 //	protected   = ["secrets"]
 //
-// The [exec] and [net] tables are decoded by decodeExec (file_exec.go) and
-// decodeNet (file_net.go).
-
-// Mode is what a denial does for one protocol, as a policy file says it. The
-// audit package has its own Mode (policy cannot import audit); the names are
-// the same, so a host maps them one to one. The zero value, ModeUnset, means
-// the file does not say and the guard keeps the mode it has.
-type Mode uint8
-
-const (
-	ModeUnset   Mode = iota // the file does not set a mode
-	ModeEnforce             // "enforce": a denial is returned to the caller
-	ModeWarn                // "warn": a denial is recorded and the call proceeds
-	ModeOff                 // "off": the protocol is not checked
-)
-
-var fileModeNames = [...]string{ModeUnset: "", ModeEnforce: "enforce", ModeWarn: "warn", ModeOff: "off"}
-
-// String returns the mode as written in a file ("" for ModeUnset).
-func (m Mode) String() string {
-	if int(m) < len(fileModeNames) {
-		return fileModeNames[m]
-	}
-	return "mode(" + strconv.Itoa(int(m)) + ")"
-}
-
-// ParseMode reads "enforce", "warn" or "off".
-func ParseMode(s string) (Mode, error) {
-	for m, name := range fileModeNames {
-		if name != "" && name == s {
-			return Mode(m), nil
-		}
-	}
-	return ModeUnset, fmt.Errorf("unknown mode %q: want \"enforce\", \"warn\" or \"off\"", s)
-}
+// The [exec] and [net] tables are decoded by decodeExec (exec.go) and
+// decodeNet (net.go).
 
 // strictness orders modes for layering: off < warn < enforce. An unset mode
 // counts as enforce, the guard's default.
-func (m Mode) strictness() int {
+func strictness(m policy.Mode) int {
 	switch m {
-	case ModeOff:
+	case policy.ModeOff:
 		return 0
-	case ModeWarn:
+	case policy.ModeWarn:
 		return 1
 	}
 	return 2
 }
 
-// Modes are the per-protocol modes of a policy file.
-type Modes struct {
-	FS, Exec, Net Mode
-}
-
-// IsZero reports whether no mode is set.
-func (m Modes) IsZero() bool { return m == Modes{} }
-
 // File is a loaded policy file (or a stack of layers): the validated policy
 // and the settings that are not rules.
 type File struct {
-	Policy *Policy
-	Modes  Modes
+	Policy *policy.Policy
+	Modes  policy.Modes
 	// Paths are the files it was loaded from, the operator layer first.
 	Paths []string
 }
@@ -100,7 +61,7 @@ func WithHome(dir string) LoadOption { return func(c *loadConfig) { c.home = dir
 // type or invalid value fails the whole load with a *LoadError that says
 // where; nothing is applied partially. Modes set in the file are not part of
 // a Policy: use LoadFile to get them.
-func Load(path string, opts ...LoadOption) (*Policy, error) {
+func Load(path string, opts ...LoadOption) (*policy.Policy, error) {
 	f, err := LoadFile(path, opts...)
 	if err != nil {
 		return nil, err
@@ -164,15 +125,15 @@ type fileSpec struct {
 	has                                        map[string]filePos // fs keys present, for layering
 
 	replaceProtected bool
-	modes            Modes
+	modes            policy.Modes
 	modeAt           [3]filePos // fs, exec, net
-	exec             execFile   // file_exec.go
-	net              netFile    // file_net.go
+	exec             execFile   // exec.go
+	net              netFile    // net.go
 }
 
 // fileEntry is one path entry and where it is written.
 type fileEntry struct {
-	kind  RuleKind
+	kind  policy.RuleKind
 	value string
 	file  string
 	at    filePos
@@ -227,7 +188,7 @@ func joinKey(path, key string) string {
 // known key of that table, or the table where a key of that name belongs.
 func (d *fileDecoder) unknown(path string, f *tfield, known []string) {
 	e := d.fail(f.pos, joinKey(path, f.key), "unknown key")
-	if s := closestName(f.key, known); s != "" {
+	if s := didyoumean.Closest(f.key, known); s != "" {
 		e.Suggest = s
 		return
 	}
@@ -235,7 +196,7 @@ func (d *fileDecoder) unknown(path string, f *tfield, known []string) {
 		if table == path {
 			continue
 		}
-		if s := closestName(f.key, fileSchema[table]); s != "" {
+		if s := didyoumean.Closest(f.key, fileSchema[table]); s != "" {
 			e.Suggest = joinKey(table, s)
 			e.Msg = "unknown key here; it belongs in [" + table + "]"
 			return
@@ -273,7 +234,7 @@ func (d *fileDecoder) str(f *tfield, path string) (string, bool) {
 }
 
 // entries reads an array of strings.
-func (d *fileDecoder) entries(f *tfield, path string, kind RuleKind) []fileEntry {
+func (d *fileDecoder) entries(f *tfield, path string, kind policy.RuleKind) []fileEntry {
 	if f.val.kind != tArray {
 		d.fail(f.val.pos, path, "expected an array of strings, got "+f.val.kind.String())
 		return nil
@@ -308,7 +269,7 @@ func decodeFile(name string, data []byte) (*fileSpec, []*FileError) {
 	for _, f := range root.fields {
 		switch f.key {
 		case "use":
-			use = f // file_profiles.go, once [exec] is read
+			use = f // use.go, once [exec] is read
 		case "fs":
 			if t := d.table(f, "fs"); t != nil {
 				d.decodeFS(t, spec)
@@ -340,13 +301,13 @@ func (d *fileDecoder) decodeFS(t *tval, spec *fileSpec) {
 		path := "fs." + f.key
 		switch f.key {
 		case "write_roots":
-			spec.writeRoots = d.entries(f, path, KindWriteRoot)
+			spec.writeRoots = d.entries(f, path, policy.KindWriteRoot)
 		case "read_roots":
-			spec.readRoots = d.entries(f, path, KindReadRoot)
+			spec.readRoots = d.entries(f, path, policy.KindReadRoot)
 		case "read_deny":
-			spec.readDeny = d.entries(f, path, KindReadDeny)
+			spec.readDeny = d.entries(f, path, policy.KindReadDeny)
 		case "protected":
-			spec.protected = d.entries(f, path, KindProtected)
+			spec.protected = d.entries(f, path, policy.KindProtected)
 		case "replace_protected":
 			spec.replaceProtected, _ = d.boolean(f, path)
 		default:
@@ -360,7 +321,7 @@ func (d *fileDecoder) decodeFS(t *tval, spec *fileSpec) {
 func (d *fileDecoder) decodeModes(t *tval, spec *fileSpec) {
 	for _, f := range t.fields {
 		path := "modes." + f.key
-		var dst *Mode
+		var dst *policy.Mode
 		switch f.key {
 		case "fs":
 			dst, spec.modeAt[0] = &spec.modes.FS, f.pos
@@ -376,10 +337,10 @@ func (d *fileDecoder) decodeModes(t *tval, spec *fileSpec) {
 		if !ok {
 			continue
 		}
-		m, err := ParseMode(s)
+		m, err := policy.ParseMode(s)
 		if err != nil {
 			e := d.fail(f.val.pos, path, err.Error())
-			e.Suggest = closestName(s, fileModeNames[1:])
+			e.Suggest = didyoumean.Closest(s, []string{policy.ModeEnforce.String(), policy.ModeWarn.String(), policy.ModeOff.String()})
 			continue
 		}
 		*dst = m
@@ -388,36 +349,37 @@ func (d *fileDecoder) decodeModes(t *tval, spec *fileSpec) {
 
 // buildFile validates the entries of one or more layers into a policy.
 // Errors from the builder are mapped back to where each entry is written.
-func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace bool, exec ExecSpec, net NetSpec, modes Modes) (*File, error) {
-	b := Builder{Home: c.home, ReplaceProtected: replace, Exec: exec, Net: net}
+func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace bool, exec policy.ExecSpec, net policy.NetSpec, modes policy.Modes) (*File, error) {
+	b := policy.Builder{Home: c.home, ReplaceProtected: replace, Exec: exec, Net: net}
 	type key struct{ field, value, source string }
 	where := make(map[key]fileEntry, len(entries))
 	for _, e := range entries {
 		src := e.source()
 		switch e.kind {
-		case KindWriteRoot:
+		case policy.KindWriteRoot:
 			b.WriteRoot(e.value, src)
-		case KindReadRoot:
+		case policy.KindReadRoot:
 			b.ReadRoot(e.value, src)
-		case KindReadDeny:
+		case policy.KindReadDeny:
 			b.ReadDeny(e.value, src)
-		case KindProtected:
+		case policy.KindProtected:
 			b.Protect(e.value, src)
 		}
 		where[key{e.kind.String(), e.value, src}] = e
 	}
+	b.Hints = tomlHints
 	p, err := b.Build()
 	if err != nil {
 		var probs []*FileError
 		for _, one := range flattenErrors(err) {
-			var ee *EntryError
+			var ee *policy.EntryError
 			if errors.As(one, &ee) {
 				if e, ok := where[key{ee.Field, ee.Value, ee.Source}]; ok {
 					probs = append(probs, &FileError{File: e.file, Line: e.at.line, Col: e.at.col, Key: e.key,
 						Msg: strconv.Quote(e.value) + ": " + ee.Err.Error(), Err: ee})
 					continue
 				}
-				if fe := ruleEntryError(specs, ee); fe != nil { // file_rulepos.go: exec and net rules
+				if fe := ruleEntryError(specs, ee); fe != nil { // rulepos.go: exec and net rules
 					probs = append(probs, fe)
 					continue
 				}
@@ -426,7 +388,6 @@ func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace boo
 		}
 		return nil, &LoadError{Problems: probs}
 	}
-	p.fromFile = true
 	f := &File{Policy: p, Modes: modes}
 	for _, s := range specs {
 		f.Paths = append(f.Paths, s.name)

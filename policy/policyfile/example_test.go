@@ -1,4 +1,4 @@
-package policy_test
+package policyfile_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 func ExampleParse() {
@@ -16,7 +17,7 @@ func ExampleParse() {
 write_roots = ["/srv/agent/work"]
 protected = ["secrets"]
 `
-	f, err := policy.Parse("agent.toml", []byte(doc))
+	f, err := policyfile.Parse("agent.toml", []byte(doc))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -38,7 +39,7 @@ protected = ["secrets", 7]
 [modes]
 net = "warm"
 `
-	_, err := policy.Parse("agent.toml", []byte(doc))
+	_, err := policyfile.Parse("agent.toml", []byte(doc))
 	fmt.Println(err)
 	// Output:
 	// policy: 3 problems:
@@ -47,7 +48,7 @@ net = "warm"
 	// 	agent.toml:6:7: modes.net: unknown mode "warm": want "enforce", "warn" or "off" (did you mean "warn"?)
 }
 
-// swapTarget stands in for *audit.Guard, which implements policy.Swapper.
+// swapTarget stands in for *audit.Guard, which implements policyfile.Swapper.
 type swapTarget struct{ p atomic.Pointer[policy.Policy] }
 
 func (s *swapTarget) SetPolicy(_ context.Context, p *policy.Policy) error {
@@ -62,8 +63,8 @@ func ExampleWatch() {
 	os.WriteFile(path, []byte("[fs]\nwrite_roots = [\"/srv/agent/work\"]\n"), 0o600)
 
 	var guard swapTarget // an *audit.Guard in a real host
-	w, err := policy.Watch(path, &guard,
-		policy.WithOnError(func(err error) { fmt.Println("reload rejected:", err) }))
+	w, err := policyfile.Watch(path, &guard,
+		policyfile.WithOnError(func(err error) { fmt.Println("reload rejected:", err) }))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,15 +1,19 @@
-package policy
+// Package didyoumean finds the likely intended word for a misspelt one:
+// the closest candidate by optimal-string-alignment distance, when it is
+// close enough to be a typo. The policy core uses it for profile names, the
+// policy file format for keys and values.
+package didyoumean
 
 import "strings"
 
-// closestName returns the candidate closest to word, or "" when none is close
+// Closest returns the candidate closest to word, or "" when none is close
 // enough to be a likely typo. Case is ignored, and so are '-' versus '_'
 // ("write-roots" finds "write_roots"). Ties go to the earlier candidate.
-func closestName(word string, candidates []string) string {
-	w := normalizeKey(word)
+func Closest(word string, candidates []string) string {
+	w := Normalize(word)
 	best, bestD := "", -1
 	for _, c := range candidates {
-		d := osaDistance(w, normalizeKey(c))
+		d := osaDistance(w, Normalize(c))
 		if d > maxTypos(len(w), len(c)) {
 			continue
 		}
@@ -30,7 +34,8 @@ func maxTypos(a, b int) int {
 	return max(2, n/3)
 }
 
-func normalizeKey(s string) string {
+// Normalize is the form words are compared in: lower case, '-' as '_'.
+func Normalize(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
 }
 

@@ -1,10 +1,12 @@
-package policy
+package policyfile
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 type layerEnv struct {
@@ -64,7 +66,7 @@ protected = ["build"]
 	if len(f.Paths) != 2 || f.Paths[0] != e.op || f.Paths[1] != e.ws {
 		t.Errorf("paths = %v", f.Paths)
 	}
-	if want := (Modes{FS: ModeEnforce, Net: ModeEnforce}); f.Modes != want {
+	if want := (policy.Modes{FS: policy.ModeEnforce, Net: policy.ModeEnforce}); f.Modes != want {
 		t.Errorf("modes = %+v, want %+v", f.Modes, want)
 	}
 	p := f.Policy
@@ -72,17 +74,17 @@ protected = ["build"]
 		t.Error(`"." kept although the workspace layer left it out`)
 	}
 	tests := []struct {
-		op      Op
+		op      policy.Op
 		path    string
 		allowed bool
 		source  string
 	}{
-		{OpWrite, e.work + "/proj/main.go", true, e.ws + ":7"},
-		{OpWrite, e.work + "/other/x", false, "builtin"},
-		{OpWrite, e.work + "/proj/secrets/x", false, e.op + ":8"}, // the operator's deny stays
-		{OpWrite, e.work + "/proj/build/out", false, e.ws + ":9"},
-		{OpWrite, e.work + "/proj/.bashrc", false, "builtin"},
-		{OpRead, e.home + "/.ssh/id_rsa", false, e.op + ":7"}, // read_deny = [] removes nothing
+		{policy.OpWrite, e.work + "/proj/main.go", true, e.ws + ":7"},
+		{policy.OpWrite, e.work + "/other/x", false, "builtin"},
+		{policy.OpWrite, e.work + "/proj/secrets/x", false, e.op + ":8"}, // the operator's deny stays
+		{policy.OpWrite, e.work + "/proj/build/out", false, e.ws + ":9"},
+		{policy.OpWrite, e.work + "/proj/.bashrc", false, "builtin"},
+		{policy.OpRead, e.home + "/.ssh/id_rsa", false, e.op + ":7"}, // read_deny = [] removes nothing
 	}
 	for _, tt := range tests {
 		d := p.CheckPath(tt.op, tt.path, e.work+"/proj")
@@ -99,16 +101,16 @@ func TestLayersKeepOperatorWhenSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := f.Policy
-	if !p.DotRoot() || !p.CheckPath(OpWrite, e.work+"/x", "").Allowed {
+	if !p.DotRoot() || !p.CheckPath(policy.OpWrite, e.work+"/x", "").Allowed {
 		t.Error("operator write roots not kept")
 	}
-	if d := p.CheckPath(OpRead, "/etc/passwd", ""); d.Allowed {
+	if d := p.CheckPath(policy.OpRead, "/etc/passwd", ""); d.Allowed {
 		t.Error("read_roots = [] in the workspace lifted the operator's read roots")
 	}
-	if d := p.CheckPath(OpRead, e.dir+"/ro/x", ""); !d.Allowed || d.Rule.Source != e.op+":9" {
+	if d := p.CheckPath(policy.OpRead, e.dir+"/ro/x", ""); !d.Allowed || d.Rule.Source != e.op+":9" {
 		t.Errorf("read root decision %+v", d)
 	}
-	if f.Modes != (Modes{Net: ModeWarn}) {
+	if f.Modes != (policy.Modes{Net: policy.ModeWarn}) {
 		t.Errorf("modes = %+v", f.Modes)
 	}
 
@@ -190,7 +192,7 @@ func TestWatchLayers(t *testing.T) {
 	}
 	defer w.Close()
 	good := mt.p.Load()
-	if !good.CheckPath(OpWrite, e.work+"/proj/x", "").Allowed || good.CheckPath(OpWrite, e.work+"/x", "").Allowed {
+	if !good.CheckPath(policy.OpWrite, e.work+"/proj/x", "").Allowed || good.CheckPath(policy.OpWrite, e.work+"/x", "").Allowed {
 		t.Fatal("layers not applied")
 	}
 

@@ -1,9 +1,13 @@
-package policy
+package policyfile
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/auditguard/auditguard/policy"
+)
 
 // The top-level `use` key of a policy file names toolchain profiles
-// (profile.go):
+// (policy.Profile):
 //
 //	use = ["git", "go", "python", "coreutils", "make"]
 //
@@ -17,11 +21,11 @@ func (d *fileDecoder) decodeUse(f *tfield, x *execFile) {
 		x.has = map[string]filePos{}
 	}
 	x.has["use"] = f.pos
-	for _, e := range d.entries(f, "use", KindExec) {
-		if _, err := ProfileNamed(e.value); err != nil {
+	for _, e := range d.entries(f, "use", policy.KindExec) {
+		if _, err := policy.ProfileNamed(e.value); err != nil {
 			d.fail(e.at, "use", err.Error())
 			continue
 		}
-		x.spec.Use = append(x.spec.Use, ProfileUse{Name: e.value, Source: d.name + ":" + strconv.Itoa(e.at.line)})
+		x.spec.Use = append(x.spec.Use, policy.ProfileUse{Name: e.value, Source: d.name + ":" + strconv.Itoa(e.at.line)})
 	}
 }

@@ -1,4 +1,4 @@
-package policy
+package policyfile
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 // This file turns TOML text into a small tree whose every key and every
 // value, array elements included, knows its line and column. The policy
-// schema is then decoded from the tree by hand (file.go), so that an unknown
+// schema is then decoded from the tree by hand (load.go), so that an unknown
 // key, a wrong type or an invalid value can always be reported where it is
 // written, and so that every rule can keep "file:line" as its provenance.
 //

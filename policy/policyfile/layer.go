@@ -1,9 +1,12 @@
-package policy
+package policyfile
 
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 // LoadLayers loads an operator policy file and a workspace policy file on
@@ -66,7 +69,7 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 	}
 	opPol := opFile.Policy
 	d := &fileDecoder{name: wsName}
-	b := Builder{Home: c.home}
+	b := policy.Builder{Home: c.home}
 
 	if at, ok := ws.has["replace_protected"]; ok && ws.replaceProtected {
 		d.fail(at, "fs.replace_protected", "a workspace layer cannot replace the protected list: the operator's protected entries (and the built-in ones it keeps) always stay")
@@ -82,14 +85,14 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 				}
 				continue
 			}
-			paths, err := b.absolute(e.value)
+			paths, err := b.Paths(e.value)
 			if err != nil {
 				continue // reported when the layer was built alone
 			}
 			for _, p := range paths {
-				if !withinAnyRoot(p, opPol.writeRoots) {
-					d.fail(e.at, e.key, quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's write roots ("+
-						layerRuleList(opPol, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
+				if !withinAnyRoot(p, opPol.WriteRoots()) {
+					d.fail(e.at, e.key, strconv.Quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's write roots ("+
+						layerRuleList(opPol, policy.KindWriteRoot, policy.KindDotRoot)+"); a workspace layer can only narrow them")
 					break
 				}
 			}
@@ -100,14 +103,14 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 	if len(ws.readRoots) > 0 {
 		readRoots = ws.readRoots
 		for _, e := range ws.readRoots {
-			paths, err := b.absolute(e.value)
-			if err != nil || !opPol.hasReadRoots {
+			paths, err := b.Paths(e.value)
+			if err != nil || len(opPol.ReadRoots()) == 0 {
 				continue
 			}
 			for _, p := range paths {
-				if !withinAnyRoot(p, opPol.readRoots) && !withinAnyRoot(p, opPol.writeRoots) {
-					d.fail(e.at, e.key, quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's read and write roots ("+
-						layerRuleList(opPol, KindReadRoot, KindWriteRoot, KindDotRoot)+"); a workspace layer can only narrow them")
+				if !withinAnyRoot(p, opPol.ReadRoots()) && !withinAnyRoot(p, opPol.WriteRoots()) {
+					d.fail(e.at, e.key, strconv.Quote(e.value)+resolvesTo(e.value, p)+" is outside the operator layer's read and write roots ("+
+						layerRuleList(opPol, policy.KindReadRoot, policy.KindWriteRoot, policy.KindDotRoot)+"); a workspace layer can only narrow them")
 					break
 				}
 			}
@@ -117,19 +120,19 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 	modes := op.modes
 	for i, pair := range []struct {
 		name     string
-		op, ws   Mode
-		effected *Mode
+		op, ws   policy.Mode
+		effected *policy.Mode
 	}{
 		{"fs", op.modes.FS, ws.modes.FS, &modes.FS},
 		{"exec", op.modes.Exec, ws.modes.Exec, &modes.Exec},
 		{"net", op.modes.Net, ws.modes.Net, &modes.Net},
 	} {
-		if pair.ws == ModeUnset {
+		if pair.ws == policy.ModeUnset {
 			continue
 		}
-		if pair.ws.strictness() < pair.op.strictness() {
+		if strictness(pair.ws) < strictness(pair.op) {
 			opMode := pair.op.String()
-			if pair.op == ModeUnset {
+			if pair.op == policy.ModeUnset {
 				opMode = "enforce (unset)"
 			}
 			d.fail(ws.modeAt[i], "modes."+pair.name, "a workspace layer cannot relax the mode from "+opMode+" to "+pair.ws.String())
@@ -156,12 +159,12 @@ func resolvesTo(written, p string) string {
 	if filepath.Clean(written) == p {
 		return ""
 	}
-	return " (it resolves to " + quote(p) + ")"
+	return " (it resolves to " + strconv.Quote(p) + ")"
 }
 
 func withinAnyRoot(p string, roots []string) bool {
 	for _, r := range roots {
-		if Within(p, r) {
+		if policy.Within(p, r) {
 			return true
 		}
 	}
@@ -169,12 +172,12 @@ func withinAnyRoot(p string, roots []string) bool {
 }
 
 // layerRuleList renders the rules of the given kinds with their sources.
-func layerRuleList(p *Policy, kinds ...RuleKind) string {
+func layerRuleList(p *policy.Policy, kinds ...policy.RuleKind) string {
 	var parts []string
-	for _, r := range p.rules {
+	for _, r := range p.Rules() {
 		for _, k := range kinds {
 			if r.Kind == k {
-				parts = append(parts, quote(r.Pattern)+" at "+r.Source)
+				parts = append(parts, strconv.Quote(r.Pattern)+" at "+r.Source)
 				break
 			}
 		}

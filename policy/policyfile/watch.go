@@ -1,4 +1,4 @@
-package policy
+package policyfile
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/auditguard/auditguard/policy"
+
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -21,7 +23,7 @@ import (
 // watcher calls it from its own goroutine with context.Background(), never
 // from inside a guard scope.
 type Swapper interface {
-	SetPolicy(ctx context.Context, p *Policy) error
+	SetPolicy(ctx context.Context, p *policy.Policy) error
 }
 
 // ModeSwapper is implemented by targets that also take the modes a policy
@@ -32,14 +34,14 @@ type Swapper interface {
 // not implement ModeSwapper, the file is rejected rather than loaded with
 // its modes ignored.
 type ModeSwapper interface {
-	SetModes(ctx context.Context, m Modes) error
+	SetModes(ctx context.Context, m policy.Modes) error
 }
 
 // PolicyModesSwapper is implemented by targets that can take a policy and
 // its modes in one atomic step (*audit.Guard does). The watcher prefers it
 // over SetPolicy followed by SetModes.
 type PolicyModesSwapper interface {
-	SetPolicyAndModes(ctx context.Context, p *Policy, m Modes) error
+	SetPolicyAndModes(ctx context.Context, p *policy.Policy, m policy.Modes) error
 }
 
 // WatchEventKind says what happened to a watched policy file.
@@ -424,11 +426,11 @@ func (w *Watcher) apply(f *File) error {
 // handle's working directory.
 func (w *Watcher) warnWritable(f *File) {
 	for name := range w.names {
-		real, err := Resolve(OSFS{}, name, "/", true)
+		real, err := policy.Resolve(policy.OSFS{}, name, "/", true)
 		if err != nil {
 			continue
 		}
-		if d := f.Policy.CheckPath(OpWrite, real, ""); d.Allowed {
+		if d := f.Policy.CheckPath(policy.OpWrite, real, ""); d.Allowed {
 			w.cfg.logger.Warn("auditguard: the policy lets guarded code write its own policy file; protect it or move it out of the write roots",
 				"file", name, "rule", d.Rule.String())
 		}

@@ -1,4 +1,4 @@
-package policy
+package policyfile
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/auditguard/auditguard/policy"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -37,7 +39,7 @@ func TestLoadExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Modes{FS: ModeEnforce, Exec: ModeEnforce, Net: ModeWarn}); f.Modes != want {
+	if want := (policy.Modes{FS: policy.ModeEnforce, Exec: policy.ModeEnforce, Net: policy.ModeWarn}); f.Modes != want {
 		t.Errorf("modes = %+v, want %+v", f.Modes, want)
 	}
 	if len(f.Paths) != 1 || f.Paths[0] != path {
@@ -50,21 +52,21 @@ func TestLoadExample(t *testing.T) {
 	src := func(s string) string { return path + ":" + strconv.Itoa(lineOf(t, path, s)) }
 
 	tests := []struct {
-		op      Op
+		op      policy.Op
 		path    string
 		allowed bool
 		source  string
 	}{
-		{OpWrite, "/srv/agent/work/out.txt", true, src(`"/srv/agent/work"`)},
-		{OpWrite, home + "/.cache/agent/x", true, src(`"~/.cache/agent"`)},
-		{OpWrite, "/srv/agent/work/secrets/key", false, src(`"secrets"`)},
-		{OpWrite, "/srv/agent/work/Makefile", false, src(`"Makefile"`)},
-		{OpWrite, "/srv/agent/work/.bashrc", false, "builtin"},
-		{OpWrite, "/srv/other/x", false, "builtin"},
-		{OpRead, home + "/.ssh/id_rsa", false, src(`"~/.ssh"`)},
-		{OpRead, "/srv/agent/work/server.pem", false, src(`"*.pem"`)},
-		{OpRead, "/srv/agent/work/.env", false, src(`".env"`)},
-		{OpRead, "/srv/agent/work/main.go", true, "builtin"},
+		{policy.OpWrite, "/srv/agent/work/out.txt", true, src(`"/srv/agent/work"`)},
+		{policy.OpWrite, home + "/.cache/agent/x", true, src(`"~/.cache/agent"`)},
+		{policy.OpWrite, "/srv/agent/work/secrets/key", false, src(`"secrets"`)},
+		{policy.OpWrite, "/srv/agent/work/Makefile", false, src(`"Makefile"`)},
+		{policy.OpWrite, "/srv/agent/work/.bashrc", false, "builtin"},
+		{policy.OpWrite, "/srv/other/x", false, "builtin"},
+		{policy.OpRead, home + "/.ssh/id_rsa", false, src(`"~/.ssh"`)},
+		{policy.OpRead, "/srv/agent/work/server.pem", false, src(`"*.pem"`)},
+		{policy.OpRead, "/srv/agent/work/.env", false, src(`".env"`)},
+		{policy.OpRead, "/srv/agent/work/main.go", true, "builtin"},
 	}
 	for _, tt := range tests {
 		d := p.CheckPath(tt.op, tt.path, "/nonexistent-cwd")
@@ -89,10 +91,10 @@ func TestParseForms(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", doc, err)
 		}
-		if d := f.Policy.CheckPath(OpWrite, "/w/p/x", ""); d.Allowed || d.Rule.Source != "p.toml:"+strconv.Itoa(strings.Count(doc[:strings.Index(doc, `"p"`)], "\n")+1) {
+		if d := f.Policy.CheckPath(policy.OpWrite, "/w/p/x", ""); d.Allowed || d.Rule.Source != "p.toml:"+strconv.Itoa(strings.Count(doc[:strings.Index(doc, `"p"`)], "\n")+1) {
 			t.Errorf("%q: protected decision %+v", doc, d)
 		}
-		if d := f.Policy.CheckPath(OpWrite, "/w/a", ""); !d.Allowed || d.Rule.Source != "p.toml:1" {
+		if d := f.Policy.CheckPath(policy.OpWrite, "/w/a", ""); !d.Allowed || d.Rule.Source != "p.toml:1" {
 			t.Errorf("%q: write decision %+v", doc, d)
 		}
 	}
@@ -218,13 +220,13 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for _, m := range []Mode{ModeEnforce, ModeWarn, ModeOff} {
-		got, err := ParseMode(m.String())
+	for _, m := range []policy.Mode{policy.ModeEnforce, policy.ModeWarn, policy.ModeOff} {
+		got, err := policy.ParseMode(m.String())
 		if err != nil || got != m {
 			t.Errorf("ParseMode(%q) = %v, %v", m, got, err)
 		}
 	}
-	if _, err := ParseMode(""); err == nil {
+	if _, err := policy.ParseMode(""); err == nil {
 		t.Error(`ParseMode("") succeeded`)
 	}
 }
@@ -254,9 +256,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("rule %v has no source", r)
 			}
 		}
-		file.Policy.CheckPath(OpWrite, "/w/x", "/w")
+		file.Policy.CheckPath(policy.OpWrite, "/w/x", "/w")
 		file.Policy.CheckExec("/bin/sh", []string{"sh", "-c", "x"})
-		file.Policy.CheckNet(OpConnect, "tcp", "b.a.example", 2, nil)
+		file.Policy.CheckNet(policy.OpConnect, "tcp", "b.a.example", 2, nil)
 	})
 }
 
@@ -289,11 +291,11 @@ func BenchmarkParseExample(b *testing.B) {
 		if len(errs) > 0 {
 			b.Fatal(errs[0])
 		}
-		spec := Spec{Home: home, WriteRoots: []string{"/srv/agent/work", "~/.cache/agent", "."},
+		spec := policy.Spec{Home: home, WriteRoots: []string{"/srv/agent/work", "~/.cache/agent", "."},
 			ReadDeny: []string{"~/.ssh", "~/.aws", ".env", "*.pem"}, Protected: []string{"secrets", "Makefile"},
 			Exec: fs.exec.spec, Net: fs.net.spec}
 		for b.Loop() {
-			if _, err := New(spec); err != nil {
+			if _, err := policy.New(spec); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -315,19 +317,19 @@ func TestHintsInFileTerms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := New(Spec{WriteRoots: []string{dir}})
+	code, err := policy.New(policy.Spec{WriteRoots: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name       string
-		d          func(*Policy) Decision
+		d          func(*policy.Policy) policy.Decision
 		file, code string
 	}{
-		{"write outside", func(p *Policy) Decision { return p.CheckPath(OpWrite, "/elsewhere/x", "") }, "[fs] write_roots", "add a write root"},
-		{"protected", func(p *Policy) Decision { return p.CheckPath(OpWrite, dir+"/.bashrc", "") }, "[fs] replace_protected", "Builder.ReplaceProtected"},
-		{"dial", func(p *Policy) Decision {
-			return p.CheckNet(OpConnect, "tcp", "example.com", 443, nil)
+		{"write outside", func(p *policy.Policy) policy.Decision { return p.CheckPath(policy.OpWrite, "/elsewhere/x", "") }, "[fs] write_roots", "add a write root"},
+		{"protected", func(p *policy.Policy) policy.Decision { return p.CheckPath(policy.OpWrite, dir+"/.bashrc", "") }, "[fs] replace_protected", "Builder.ReplaceProtected"},
+		{"dial", func(p *policy.Policy) policy.Decision {
+			return p.CheckNet(policy.OpConnect, "tcp", "example.com", 443, nil)
 		}, "[[net.allow]]", "add a net rule (Host"},
 	} {
 		df, dc := tc.d(f.Policy), tc.d(code)

@@ -1,4 +1,4 @@
-package policy
+package policyfile
 
 import (
 	"path/filepath"
@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/internal/didyoumean"
 )
 
 // The [exec] table of a policy file (docs/policy.md):
@@ -33,7 +36,7 @@ import (
 //
 // Every rule's Source is "file:line" of its [[exec.allow]] / [[exec.deny]]
 // header (or of its inline table). Keys are checked here; the values are
-// validated by Builder.Build, whose errors file_rulepos.go maps back to the
+// validated by Builder.Build, whose errors rulepos.go maps back to the
 // rule's position.
 
 // execKeys are the keys [exec] accepts.
@@ -50,7 +53,7 @@ var (
 // execFile is a decoded [exec] table: the spec and where its parts are
 // written, for error positions and for layering.
 type execFile struct {
-	spec  ExecSpec
+	spec  policy.ExecSpec
 	has   map[string]filePos // keys of [exec] present ("limits.cpu_seconds" for limits)
 	rules []fileRule         // parallel to spec.Rules
 	path  []filePos          // parallel to spec.Path
@@ -60,36 +63,36 @@ type execFile struct {
 // execSwitch is one boolean of ExecSpec and which value is the stricter.
 type execSwitch struct {
 	key    string
-	field  func(*ExecSpec) *bool
+	field  func(*policy.ExecSpec) *bool
 	strict bool
 }
 
 var execSwitches = []execSwitch{
-	{"dir_in_read_roots", func(s *ExecSpec) *bool { return &s.DirInReadRoots }, false},
-	{"require_landlock", func(s *ExecSpec) *bool { return &s.RequireLandlock }, true},
-	{"no_landlock", func(s *ExecSpec) *bool { return &s.NoLandlock }, false},
-	{"deny_network", func(s *ExecSpec) *bool { return &s.DenyNetwork }, true},
-	{"no_cgroup", func(s *ExecSpec) *bool { return &s.NoCgroup }, false},
-	{"landlock_exec_any", func(s *ExecSpec) *bool { return &s.LandlockExecAny }, false},
-	{"no_sandbox", func(s *ExecSpec) *bool { return &s.NoSandbox }, false},
-	{"require_sandbox", func(s *ExecSpec) *bool { return &s.RequireSandbox }, true},
-	{"host_network", func(s *ExecSpec) *bool { return &s.HostNetwork }, false},
-	{"no_builtin_deny", func(s *ExecSpec) *bool { return &s.NoBuiltinDeny }, false},
+	{"dir_in_read_roots", func(s *policy.ExecSpec) *bool { return &s.DirInReadRoots }, false},
+	{"require_landlock", func(s *policy.ExecSpec) *bool { return &s.RequireLandlock }, true},
+	{"no_landlock", func(s *policy.ExecSpec) *bool { return &s.NoLandlock }, false},
+	{"deny_network", func(s *policy.ExecSpec) *bool { return &s.DenyNetwork }, true},
+	{"no_cgroup", func(s *policy.ExecSpec) *bool { return &s.NoCgroup }, false},
+	{"landlock_exec_any", func(s *policy.ExecSpec) *bool { return &s.LandlockExecAny }, false},
+	{"no_sandbox", func(s *policy.ExecSpec) *bool { return &s.NoSandbox }, false},
+	{"require_sandbox", func(s *policy.ExecSpec) *bool { return &s.RequireSandbox }, true},
+	{"host_network", func(s *policy.ExecSpec) *bool { return &s.HostNetwork }, false},
+	{"no_builtin_deny", func(s *policy.ExecSpec) *bool { return &s.NoBuiltinDeny }, false},
 }
 
 // execLimit is one field of ExecLimits.
 type execLimit struct {
 	key   string
-	field func(*ExecLimits) *uint64
+	field func(*policy.ExecLimits) *uint64
 }
 
 var execLimitFields = []execLimit{
-	{"cpu_seconds", func(l *ExecLimits) *uint64 { return &l.CPUSeconds }},
-	{"file_size", func(l *ExecLimits) *uint64 { return &l.FileSize }},
-	{"address_space", func(l *ExecLimits) *uint64 { return &l.AddressSpace }},
-	{"open_files", func(l *ExecLimits) *uint64 { return &l.OpenFiles }},
-	{"processes", func(l *ExecLimits) *uint64 { return &l.Processes }},
-	{"memory", func(l *ExecLimits) *uint64 { return &l.MemoryBytes }},
+	{"cpu_seconds", func(l *policy.ExecLimits) *uint64 { return &l.CPUSeconds }},
+	{"file_size", func(l *policy.ExecLimits) *uint64 { return &l.FileSize }},
+	{"address_space", func(l *policy.ExecLimits) *uint64 { return &l.AddressSpace }},
+	{"open_files", func(l *policy.ExecLimits) *uint64 { return &l.OpenFiles }},
+	{"processes", func(l *policy.ExecLimits) *uint64 { return &l.Processes }},
+	{"memory", func(l *policy.ExecLimits) *uint64 { return &l.MemoryBytes }},
 }
 
 // decodeExec reads the [exec] table.
@@ -102,7 +105,7 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 		case "allow", "deny":
 			d.execRules(f, path, f.key == "deny", &x)
 		case "path":
-			for _, e := range d.entries(f, path, KindExec) {
+			for _, e := range d.entries(f, path, policy.KindExec) {
 				if !filepath.IsAbs(e.value) {
 					d.fail(e.at, path, strconv.Quote(e.value)+": PATH entries must be absolute")
 					continue
@@ -111,7 +114,7 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 				x.path = append(x.path, e.at)
 			}
 		case "env":
-			for _, e := range d.entries(f, path, KindExec) {
+			for _, e := range d.entries(f, path, policy.KindExec) {
 				if d.envName(e, path) {
 					s.Env = append(s.Env, e.value)
 					x.env = append(x.env, e.at)
@@ -175,16 +178,16 @@ func decodeExec(d *fileDecoder, t *tval) execFile {
 			}
 		default:
 			i := slices.IndexFunc(execSwitches, func(w execSwitch) bool { return w.key == f.key })
-			if i < 0 && normalizeKey(f.key) == "landlock_exec_only_allowed" {
+			if i < 0 && didyoumean.Normalize(f.key) == "landlock_exec_only_allowed" {
 				d.fail(f.pos, path, "unknown key: executing only allowed programs is the default now; remove it (landlock_exec_any = true turns the restriction off)")
 				continue
 			}
 			if i < 0 {
 				hint := ""
-				if k := normalizeKey(f.key); k == "rule" || k == "rules" || k == "program" || k == "programs" {
+				if k := didyoumean.Normalize(f.key); k == "rule" || k == "rules" || k == "program" || k == "programs" {
 					hint = "exec rules are written as [[exec.allow]] and [[exec.deny]] tables"
 				}
-				if hint != "" && closestName(f.key, execKeys) == "" {
+				if hint != "" && didyoumean.Closest(f.key, execKeys) == "" {
 					d.unknownIn(path, f, execKeys, hint)
 				} else {
 					d.unknown("exec", f, execKeys)
@@ -215,7 +218,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 	}
 	for i, t := range tables {
 		rpath := path + "[" + strconv.Itoa(i) + "]"
-		r := ExecRule{Deny: deny}
+		r := policy.ExecRule{Deny: deny}
 		var hasProgram, hasUnder bool
 		nerrs := len(d.errs)
 		for _, rf := range t.fields {
@@ -226,7 +229,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 			case "under":
 				r.Under, hasUnder = d.str(rf, kpath)
 			case "args":
-				for _, e := range d.entries(rf, kpath, KindExec) {
+				for _, e := range d.entries(rf, kpath, policy.KindExec) {
 					r.Args = append(r.Args, e.value)
 				}
 			case "env":
@@ -234,7 +237,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 					d.unknownIn(kpath, rf, known, "a deny rule never lets a command run, so it has no env; put env on the allow rule")
 					continue
 				}
-				for _, e := range d.entries(rf, kpath, KindExec) {
+				for _, e := range d.entries(rf, kpath, policy.KindExec) {
 					if d.envName(e, kpath) {
 						r.Env = append(r.Env, e.value)
 					}
@@ -245,7 +248,7 @@ func (d *fileDecoder) execRules(f *tfield, path string, deny bool, x *execFile) 
 				r.NoMatch = d.argLists(rf, kpath)
 			default:
 				hint := ""
-				if k := normalizeKey(rf.key); k == "deny" || k == "allow" {
+				if k := didyoumean.Normalize(rf.key); k == "deny" || k == "allow" {
 					hint = "allow and deny rules are separate tables: [[exec.allow]] and [[exec.deny]]"
 				}
 				d.unknownIn(kpath, rf, known, hint)
@@ -356,7 +359,7 @@ func (d *fileDecoder) integer(f *tfield, path string) (int64, bool) {
 // list of known keys when nothing is close.
 func (d *fileDecoder) unknownIn(path string, f *tfield, known []string, hint string) {
 	e := d.fail(f.pos, path, "unknown key")
-	if s := closestName(f.key, known); s != "" {
+	if s := didyoumean.Closest(f.key, known); s != "" {
 		e.Suggest = s
 		return
 	}
@@ -369,7 +372,7 @@ func (d *fileDecoder) unknownIn(path string, f *tfield, known []string, hint str
 
 // alone is the workspace layer's exec spec for validating it on its own:
 // without a path of its own it searches the operator's.
-func (ws execFile) alone(op execFile) ExecSpec {
+func (ws execFile) alone(op execFile) policy.ExecSpec {
 	s := ws.spec
 	if _, ok := ws.has["path"]; !ok {
 		s.Path = op.spec.Path
@@ -401,39 +404,41 @@ func (ws execFile) alone(op execFile) ExecSpec {
 //
 // Violations are reported through d (the workspace file) with the
 // workspace entry's position and the reason.
-func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
+func layerExec(d *fileDecoder, op *policy.Policy, opf, ws execFile) policy.ExecSpec {
 	eff := opf.spec
-	ox := &op.exec
+	opPath := op.ExecPath()
 	wsSets := func(k string) bool { _, ok := ws.has[k]; return ok }
 	if at, ok := ws.has["use"]; ok {
 		d.fail(at, "use", "toolchain profiles are the operator layer's; a workspace layer can only narrow its rules")
 	}
 
 	// path: a subset of the operator's search path.
-	effPath := ox.path
+	effPath := opPath
 	if wsSets("path") {
 		eff.Path = ws.spec.Path
 		effPath = ws.spec.Path
 		if len(effPath) == 0 { // path = [] means the default
-			effPath = DefaultExecPath
+			effPath = policy.DefaultExecPath
 		}
 		for i, p := range effPath {
-			if !slices.Contains(ox.path, p) {
+			if !slices.Contains(opPath, p) {
 				at := ws.has["path"]
 				if len(ws.path) > 0 {
 					at = ws.path[i]
 				}
 				d.fail(at, "exec.path", strconv.Quote(p)+" is not in the operator layer's exec path ("+
-					strings.Join(ox.path, ", ")+"); a workspace layer can only narrow it")
+					strings.Join(opPath, ", ")+"); a workspace layer can only narrow it")
 			}
 		}
 	}
 
 	// The operator's rules keep the programs they resolved to.
-	var opAllow, opDeny []ExecRule
-	for i, r := range opf.spec.Rules {
+	var opAllow, opDeny []policy.ExecRule
+	for _, r := range opf.spec.Rules {
 		if wsSets("path") && r.Under == "" {
-			r.Program = ox.all[i].prog
+			if prog, err := policy.RealProgram(r.Program, opPath); err == nil { // it did when the layer was built
+				r.Program = prog
+			}
 		}
 		if r.Deny {
 			opDeny = append(opDeny, r)
@@ -441,8 +446,7 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 			opAllow = append(opAllow, r)
 		}
 	}
-	var wsAllow, wsDeny []ExecRule
-	resolver := &execRules{path: effPath}
+	var wsAllow, wsDeny []policy.ExecRule
 	for i, r := range ws.spec.Rules {
 		if r.Deny {
 			wsDeny = append(wsDeny, r)
@@ -450,19 +454,11 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 		}
 		wsAllow = append(wsAllow, r)
 		at, key := ws.rules[i].at, ws.rules[i].key
-		if r.Under != "" {
-			if why := underCovered(ox, r); why != "" {
-				d.fail(at, key, "under "+strconv.Quote(r.Under)+why+"; a workspace layer can only narrow the operator's exec rules")
-			}
-			continue
-		}
-		prog, err := resolver.programPath(r.Program)
-		if err != nil {
-			d.fail(at, key, strconv.Quote(r.Program)+": "+err.Error())
-			continue
-		}
-		if why := execCovered(ox, prog, r); why != "" {
-			d.fail(at, key, execRuleString(r)+why+"; a workspace layer can only narrow the operator's exec rules")
+		switch why, err := op.ExecAllowWithin(r, effPath); {
+		case err != nil:
+			d.fail(at, key, err.Error())
+		case why != "":
+			d.fail(at, key, why+"; a workspace layer can only narrow the operator's exec rules")
 		}
 	}
 	rules := opDeny
@@ -475,9 +471,9 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 
 	if wsSets("env") {
 		for i, n := range ws.spec.Env {
-			if !envCovers(ox.env, n) {
+			if !op.ExecEnvWithin(n) {
 				d.fail(ws.env[i], "exec.env", strconv.Quote(n)+" is not allowed by the operator layer's exec env ("+
-					strings.Join(ox.spec.Env, ", ")+"); a workspace layer can only narrow it")
+					strings.Join(op.Exec().Env, ", ")+"); a workspace layer can only narrow it")
 			}
 		}
 		eff.Env = ws.spec.Env
@@ -557,98 +553,6 @@ func layerExec(d *fileDecoder, op *Policy, opf, ws execFile) ExecSpec {
 	return eff
 }
 
-// execCovered reports why an allow rule r of a workspace layer, for the
-// real program prog, is not within the operator's allow rules ("" when it
-// is).
-func execCovered(ox *execRules, prog string, r ExecRule) string {
-	pr := ox.programs[prog]
-	var allows []*execRule
-	if pr != nil {
-		allows = pr.allow
-	}
-	resolved := ""
-	if prog != r.Program {
-		resolved = " (" + prog + ")"
-	}
-	if len(allows) == 0 {
-		return resolved + ": the operator layer allows no rule for this program"
-	}
-	var cover *execRule
-	var list []string
-	for _, o := range allows {
-		list = append(list, execRuleString(o.rule)+" at "+o.rule.Source)
-		if cover == nil && argsCover(o.rule.Args, r.Args) {
-			cover = o
-		}
-	}
-	if cover == nil {
-		return resolved + ": not within any operator allow rule for it (" + strings.Join(list, ", ") + ")"
-	}
-	for _, n := range r.Env {
-		if envCovers(ox.env, n) {
-			continue
-		}
-		for _, o := range allows {
-			if argsOverlap(o.rule.Args, r.Args) && !envCovers(o.env, n) {
-				return resolved + ": env " + strconv.Quote(n) + " is not allowed by the operator's exec env nor by " +
-					execRuleString(o.rule) + " at " + o.rule.Source
-			}
-		}
-	}
-	return ""
-}
-
-// argsCover reports whether every argument list an allow rule with prefix
-// ws matches is matched by an allow rule with prefix op.
-func argsCover(op, ws []string) bool {
-	if len(op) > len(ws) {
-		return false
-	}
-	for i, o := range op {
-		if o != "*" && o != ws[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// argsOverlap reports whether some argument list matches both allow
-// prefixes.
-func argsOverlap(a, b []string) bool {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i] != "*" && b[i] != "*" && a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// envCovers reports whether set lets through every variable entry n lets
-// through: an exact name named exactly (or, when it is neither an injection
-// nor a secret-looking name, matched by a prefix), a prefix under a prefix.
-func envCovers(set nameSet, n string) bool {
-	if p, ok := strings.CutSuffix(n, "*"); ok {
-		for _, q := range set.prefixes {
-			if strings.HasPrefix(p, q) {
-				return true
-			}
-		}
-		return false
-	}
-	if set.exact[n] {
-		return true
-	}
-	return !IsInjectionVar(n) && !IsSecretVar(n) && set.match(n, false)
-}
-
-func execRuleString(r ExecRule) string {
-	s := r.Program
-	if len(r.Args) > 0 {
-		s += " " + strings.Join(r.Args, " ")
-	}
-	return strconv.Quote(s)
-}
-
 func durString(d time.Duration) string {
 	if d == 0 {
 		return "0 (none)"
@@ -667,7 +571,7 @@ func limitString(v uint64) string {
 func outputCap(v int64) uint64 {
 	switch {
 	case v == 0:
-		return DefaultOutputLimit
+		return policy.DefaultOutputLimit
 	case v < 0:
 		return ^uint64(0)
 	}
@@ -677,7 +581,7 @@ func outputCap(v int64) uint64 {
 func outputString(v int64) string {
 	switch {
 	case v == 0:
-		return strconv.Itoa(DefaultOutputLimit) + " (the default)"
+		return strconv.Itoa(policy.DefaultOutputLimit) + " (the default)"
 	case v < 0:
 		return strconv.FormatInt(v, 10) + " (no cap)"
 	}

@@ -1,9 +1,11 @@
-package policy
+package policyfile
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 // The watcher follows its directory being removed and recreated, or
@@ -62,7 +64,7 @@ func TestWatchSurvivesItsDirectoryBeingReplaced(t *testing.T) {
 			// The re-armed watch sees an edit in the new directory.
 			writeAtomic(t, path, fsPolicy(c))
 			h.wait(WatchReloaded, allows(c))
-			if !tg.p.Load().CheckPath(OpWrite, c+"/x", "").Allowed {
+			if !tg.p.Load().CheckPath(policy.OpWrite, c+"/x", "").Allowed {
 				t.Fatal("the edit after the replacement is not in force")
 			}
 		})

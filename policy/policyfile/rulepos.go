@@ -1,8 +1,10 @@
-package policy
+package policyfile
 
 import (
 	"strconv"
 	"strings"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 // fileRule is where one exec or net rule of a policy file is written: the
@@ -20,7 +22,7 @@ func (r fileRule) source() string { return r.file + ":" + strconv.Itoa(r.at.line
 // ruleEntryError maps a Builder error about an exec or net rule back to the
 // rule's position in its file, by the rule's Source. It returns nil when the
 // error is not about a rule loaded from one of specs.
-func ruleEntryError(specs []*fileSpec, ee *EntryError) *FileError {
+func ruleEntryError(specs []*fileSpec, ee *policy.EntryError) *FileError {
 	var rules []fileRule
 	for _, s := range specs {
 		switch ee.Field {

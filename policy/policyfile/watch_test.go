@@ -1,4 +1,4 @@
-package policy
+package policyfile
 
 import (
 	"context"
@@ -15,19 +15,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 // fakeTarget stands in for *audit.Guard, which this package cannot import
 // (audit imports policy). audit/watch_test.go runs Watch against a real
 // Guard.
 type fakeTarget struct {
-	p     atomic.Pointer[Policy]
+	p     atomic.Pointer[policy.Policy]
 	swaps atomic.Int64
 }
 
 var _ Swapper = (*fakeTarget)(nil)
 
-func (f *fakeTarget) SetPolicy(_ context.Context, p *Policy) error {
+func (f *fakeTarget) SetPolicy(_ context.Context, p *policy.Policy) error {
 	if p == nil {
 		return errors.New("nil policy")
 	}
@@ -40,12 +42,12 @@ func (f *fakeTarget) SetPolicy(_ context.Context, p *Policy) error {
 type modeTarget struct {
 	fakeTarget
 	mu    sync.Mutex
-	modes Modes
+	modes policy.Modes
 }
 
 var _ ModeSwapper = (*modeTarget)(nil)
 
-func (m *modeTarget) SetModes(_ context.Context, ms Modes) error {
+func (m *modeTarget) SetModes(_ context.Context, ms policy.Modes) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.modes = ms
@@ -141,7 +143,7 @@ func (h *watchHarness) next() WatchEvent {
 
 func allows(dir string) func(WatchEvent) bool {
 	return func(ev WatchEvent) bool {
-		return ev.File.Policy.CheckPath(OpWrite, dir+"/x", "").Allowed
+		return ev.File.Policy.CheckPath(policy.OpWrite, dir+"/x", "").Allowed
 	}
 }
 
@@ -159,7 +161,7 @@ func TestWatchReloadsEdits(t *testing.T) {
 	}
 	defer w.Close()
 	h.wait(WatchLoaded, allows(a))
-	if !tg.p.Load().CheckPath(OpWrite, a+"/x", "").Allowed {
+	if !tg.p.Load().CheckPath(policy.OpWrite, a+"/x", "").Allowed {
 		t.Fatal("initial policy not swapped in")
 	}
 
@@ -169,17 +171,17 @@ func TestWatchReloadsEdits(t *testing.T) {
 	if tg.p.Load() != ev.File.Policy || w.Current() != ev.File {
 		t.Fatal("reloaded policy is not the one in force")
 	}
-	if d := tg.p.Load().CheckPath(OpWrite, a+"/x", ""); d.Allowed {
+	if d := tg.p.Load().CheckPath(policy.OpWrite, a+"/x", ""); d.Allowed {
 		t.Fatal("old root still allowed after reload")
 	}
-	if d := tg.p.Load().CheckPath(OpWrite, b+"/x", ""); d.Rule.Source != path+":3" {
+	if d := tg.p.Load().CheckPath(policy.OpWrite, b+"/x", ""); d.Rule.Source != path+":3" {
 		t.Fatalf("source = %q, want %s:3", d.Rule.Source, path)
 	}
 
 	// An editor-style save: write a temporary file, rename it over.
 	writeAtomic(t, path, fsPolicy(a))
 	h.wait(WatchReloaded, allows(a))
-	if !tg.p.Load().CheckPath(OpWrite, a+"/x", "").Allowed {
+	if !tg.p.Load().CheckPath(policy.OpWrite, a+"/x", "").Allowed {
 		t.Fatal("atomic rename not picked up")
 	}
 }
@@ -224,7 +226,7 @@ func TestWatchBadEditKeepsLastGood(t *testing.T) {
 			t.Errorf("%s: OnError not called", s.name)
 		}
 	}
-	if !good.CheckPath(OpWrite, a+"/x", "").Allowed {
+	if !good.CheckPath(policy.OpWrite, a+"/x", "").Allowed {
 		t.Fatal("old decisions not in force")
 	}
 	writeAtomic(t, path, fsPolicy(b))
@@ -298,16 +300,16 @@ func TestWatchModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if mt.modes != (Modes{Net: ModeWarn}) {
+	if mt.modes != (policy.Modes{Net: policy.ModeWarn}) {
 		t.Fatalf("modes = %+v", mt.modes)
 	}
 	for _, step := range []struct {
 		doc  string
-		want Modes
+		want policy.Modes
 	}{
-		{"[modes]\nnet = \"off\"\nfs = \"warn\"\n", Modes{Net: ModeOff, FS: ModeWarn}},
+		{"[modes]\nnet = \"off\"\nfs = \"warn\"\n", policy.Modes{Net: policy.ModeOff, FS: policy.ModeWarn}},
 		// Dropping [modes] hands every protocol back to the host's mode.
-		{"[fs]\n", Modes{}},
+		{"[fs]\n", policy.Modes{}},
 	} {
 		writeAtomic(t, path, step.doc)
 		h.wait(WatchReloaded, nil)
@@ -420,7 +422,7 @@ func TestWatchStress(t *testing.T) {
 				// about, at most one may be allowed by one snapshot.
 				n := 0
 				for _, r := range []string{root(i % (reloads + 1)), root((i + 1) % (reloads + 1))} {
-					if p.CheckPath(OpWrite, r+"/f", "").Allowed {
+					if p.CheckPath(policy.OpWrite, r+"/f", "").Allowed {
 						n++
 					}
 				}
@@ -440,7 +442,7 @@ func TestWatchStress(t *testing.T) {
 			writeInPlace(t, path, fsPolicy(root(i)))
 		}
 		h.wait(WatchReloaded, allows(root(i)))
-		if !tg.p.Load().CheckPath(OpWrite, root(i)+"/f", "").Allowed {
+		if !tg.p.Load().CheckPath(policy.OpWrite, root(i)+"/f", "").Allowed {
 			t.Fatalf("reload %d not in force", i)
 		}
 	}

@@ -1,4 +1,4 @@
-package policy
+package didyoumean
 
 import "testing"
 
@@ -27,7 +27,7 @@ func TestOSADistance(t *testing.T) {
 }
 
 func TestClosestName(t *testing.T) {
-	fsKeys := fileSchema["fs"]
+	fsKeys := []string{"write_roots", "read_roots", "read_deny", "protected", "replace_protected"} // the keys of a policy file's [fs] table
 	tests := []struct {
 		word string
 		want string
@@ -44,15 +44,15 @@ func TestClosestName(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := closestName(tt.word, fsKeys); got != tt.want {
-			t.Errorf("closestName(%q) = %q, want %q", tt.word, got, tt.want)
+		if got := Closest(tt.word, fsKeys); got != tt.want {
+			t.Errorf("Closest(%q) = %q, want %q", tt.word, got, tt.want)
 		}
 	}
 	// Short words allow one edit only.
-	if got := closestName("nt", []string{"net"}); got != "net" {
-		t.Errorf("closestName(nt) = %q", got)
+	if got := Closest("nt", []string{"net"}); got != "net" {
+		t.Errorf("Closest(nt) = %q", got)
 	}
-	if got := closestName("xy", []string{"fs"}); got != "" {
-		t.Errorf("closestName(xy) = %q, want none", got)
+	if got := Closest("xy", []string{"fs"}); got != "" {
+		t.Errorf("Closest(xy) = %q, want none", got)
 	}
 }

@@ -1,16 +1,16 @@
-package policy_test
+package policyfile_test
 
 import (
 	"fmt"
 	"net/netip"
 
-	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
 // A net rule loaded from a file keeps the file and line it is written on,
 // and decides like the same rule built in code.
 func ExampleParse_netRules() {
-	f, err := policy.Parse("agent.toml", []byte(`
+	f, err := policyfile.Parse("agent.toml", []byte(`
 [[net.allow]]
 host = "api.example.com"
 ports = [443]
@@ -30,7 +30,7 @@ host = "*.internal.example.com"
 	}
 
 	// A typo is an error with its position and a suggestion.
-	_, err = policy.Parse("agent.toml", []byte("[[net.allow]]\nhost = \"api.example.com\"\nport = [443]\n"))
+	_, err = policyfile.Parse("agent.toml", []byte("[[net.allow]]\nhost = \"api.example.com\"\nport = [443]\n"))
 	fmt.Println(err)
 	// Output:
 	// api.example.com: allowed=true allow connect tcp api.example.com ports 443 (agent.toml:2)
