@@ -42,7 +42,7 @@ type Event struct {
 	captured bool
 	caller   *runtime.Frame // the first of frames, found without the rest (shared: pcFrames)
 	callerOK bool
-	inHook   bool // a host callback is running with this event
+	inHook   bool       // a host callback is running with this event
 	recorded *callerPCs // the requester's stack, when the call runs on its behalf
 }
 
