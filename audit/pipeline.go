@@ -48,7 +48,18 @@ func DryRun(ctx context.Context, ev *Event, req Request) Result {
 // DryRun is the package-level DryRun in scope s.
 func (s *Scope) DryRun(ctx context.Context, ev *Event, req Request) Result {
 	ev.DryRun = true
-	return s.run(ctx, ev, req, nil)
+	return s.check(ctx, ev, req, nil)
+}
+
+// Decide is Check with the whole answer: who decided, the outcome, and
+// the error the call returns. With ev.DryRun set it is a dry run.
+func Decide(ctx context.Context, ev *Event, req Request) Result {
+	return From(ctx).Decide(ctx, ev, req)
+}
+
+// Decide is the package-level Decide in scope s.
+func (s *Scope) Decide(ctx context.Context, ev *Event, req Request) Result {
+	return s.check(ctx, ev, req, nil)
 }
 
 type dryRunKey struct{}
@@ -69,7 +80,7 @@ func WithDryRun(ctx context.Context, res *Result) context.Context {
 // mode, record) is as in Check. A fast path uses it to hand over a denial
 // it found, so the call costs one decision.
 func (s *Scope) CheckDecided(ctx context.Context, ev *Event, req Request, d policy.Decision) error {
-	return s.check(ctx, ev, req, &d)
+	return s.check(ctx, ev, req, &d).Err
 }
 
 // Check runs the decision pipeline, in this order:
@@ -87,17 +98,16 @@ func (s *Scope) CheckDecided(ctx context.Context, ev *Event, req Request, d poli
 // With ev.DryRun set (or in a context from WithDryRun) it is a dry run, as
 // DryRun says.
 func (s *Scope) Check(ctx context.Context, ev *Event, req Request) error {
-	return s.check(ctx, ev, req, nil)
+	return s.check(ctx, ev, req, nil).Err
 }
 
-func (s *Scope) check(ctx context.Context, ev *Event, req Request, pre *policy.Decision) error {
+func (s *Scope) check(ctx context.Context, ev *Event, req Request, pre *policy.Decision) Result {
 	if slot, ok := ctx.Value(dryRunKey{}).(*Result); ok && slot != nil {
 		ev.DryRun = true
 		*slot = s.run(ctx, ev, req, pre)
-		return slot.Err
+		return *slot
 	}
-	r := s.run(ctx, ev, req, pre)
-	return r.Err
+	return s.run(ctx, ev, req, pre)
 }
 
 // run is the pipeline; pre, when not nil, is the policy decision already
