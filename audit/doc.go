@@ -13,7 +13,16 @@
 //
 // Denials are *DenyError values: errors.Is(err, fs.ErrPermission) and
 // errors.Is(err, ErrDenied) hold, and the message says what was blocked,
-// by which rule, from which caller, and how to allow it.
+// by which rule, from which caller, and how to allow it. Who decided is a
+// Decider (DenyError.By, Record.DecidedBy): policy, OnCall, BeforeDeny,
+// mode, a callback fault or the scope rules. A denial costs one short
+// stack walk (to the first frame outside the library) and builds a record
+// only when a Recorder, a record hook or a logger enabled at its level
+// will take it.
+//
+// A dry run (DryRun, Event.DryRun, WithDryRun) is the whole decision with
+// the act left out: callbacks are asked and can tell, the mode applies,
+// nothing is recorded or logged. Every facade's Check is one.
 //
 // Scopes protect themselves: entering another guard, SetData, SetPolicy and
 // SetMode are denied inside a scope whatever the callbacks say; Restrict can

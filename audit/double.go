@@ -35,9 +35,8 @@ func (s *Scope) Double(key any) any {
 // say where an unscripted call came from.
 func CallerFrame(ctx context.Context) runtime.Frame {
 	if cp := callerPCsFrom(ctx); cp != nil {
-		if fs := callerFrames(cp.pcs, cp.skip); len(fs) > 0 {
-			return fs[0]
-		}
+		f, _ := firstCaller(cp.pcs, cp.skip, false)
+		return frameOf(f)
 	}
 	return callerFrame()
 }

@@ -44,6 +44,10 @@ type DenyError struct {
 	Target2  string // the second name of a two-name operation
 	Resolved string // where it really lands, when known
 	Decision policy.Decision
+	// By says who denied: the policy (ByPolicy, the zero value), OnCall
+	// (ByOnCall), a panicking callback (ByFault) or the scope rules
+	// (ByScope; Err says which).
+	By Decider
 	// Caller is the first frame outside auditguard's library packages.
 	Caller       runtime.Frame
 	ScopeID      uint64
@@ -161,5 +165,5 @@ func FormatFrame(f runtime.Frame) string {
 
 func noScopeError(what string) error {
 	return &DenyError{Op: policy.OpConfig, Target: what, Decision: policy.Deny(policy.TierInvalid, ruleNoScope, ""),
-		Err: ErrNoScope, Caller: callerFrame()}
+		Err: ErrNoScope, Caller: callerFrame(), By: ByScope}
 }

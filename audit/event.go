@@ -25,6 +25,12 @@ type Event struct {
 	// interface a facade implements ("github.com/spf13/afero." for
 	// afero.WriteFile), so the caller is the code that called them.
 	PassOver []string
+	// DryRun is set when the call is only being checked (a facade's Check,
+	// Scope.DryRun): the pipeline decides as for the real call, asking the
+	// callbacks, but nothing will be done and nothing is recorded. A
+	// callback that keeps state per call (counts, budgets, trusted sites)
+	// can tell the two apart here.
+	DryRun bool
 
 	// Set by the pipeline.
 	Decision policy.Decision // the policy's answer, once asked
@@ -34,6 +40,9 @@ type Event struct {
 	scope    *Scope
 	frames   []runtime.Frame
 	captured bool
+	caller   *runtime.Frame // the first of frames, found without the rest (shared: pcFrames)
+	callerOK bool
+	inHook   bool       // a host callback is running with this event
 	recorded *callerPCs // the requester's stack, when the call runs on its behalf
 }
 
@@ -70,11 +79,29 @@ func (e *Event) Frames() []runtime.Frame {
 }
 
 // Caller returns the first frame outside auditguard's library packages.
+// It walks the stack only as far as that frame.
 func (e *Event) Caller() runtime.Frame {
-	if fs := e.Frames(); len(fs) > 0 {
-		return fs[0]
+	switch {
+	case e.inHook && !e.captured:
+		// A callback asking for the caller may ask for more after it
+		// returned (CalledFrom on a kept event): keep the whole stack
+		// while it exists, as Frames says.
+		e.Frames()
+		fallthrough
+	case e.captured:
+		if len(e.frames) > 0 {
+			return e.frames[0]
+		}
+		return runtime.Frame{}
+	case !e.callerOK:
+		e.callerOK = true
+		if r := e.recorded; r != nil {
+			e.caller, _ = firstCaller(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), false)
+		} else {
+			e.caller = callerOf(e.PassOver)
+		}
 	}
-	return runtime.Frame{}
+	return frameOf(e.caller)
 }
 
 // CalledFrom reports whether function fn is on the caller's stack: fn is a

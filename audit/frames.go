@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 )
 
 // libraryPackages are the packages whose frames are never "the caller".
@@ -27,7 +28,7 @@ var libraryPackages = []string{
 	"github.com/auditguard/auditguard/isolate.",
 }
 
-func isLibraryFrame(f runtime.Frame, skip []string) bool {
+func isLibraryFrame(f *runtime.Frame, skip []string) bool {
 	for _, p := range skip {
 		if strings.HasPrefix(f.Function, p) {
 			return true
@@ -88,7 +89,7 @@ func callerFrames(pcs []uintptr, skip []string) []runtime.Frame {
 		case f.Function == "runtime.goexit":
 			// The bottom of a goroutine the library started (a proxy or
 			// forwarding goroutine): no caller's code is on the stack.
-		case isLibraryFrame(f, skip):
+		case isLibraryFrame(&f, skip):
 			seenLib = true
 		case seenLib:
 			out = append(out, f)
@@ -101,11 +102,98 @@ func callerFrames(pcs []uintptr, skip []string) []runtime.Frame {
 }
 
 // callerFrame returns the first frame outside the library.
-func callerFrame() runtime.Frame {
-	if fs := callerStack(); len(fs) > 0 {
-		return fs[0]
+func callerFrame() runtime.Frame { return frameOf(callerOf(nil)) }
+
+// frameOf is *f, or the zero Frame for nil.
+func frameOf(f *runtime.Frame) runtime.Frame {
+	if f == nil {
+		return runtime.Frame{}
 	}
-	return runtime.Frame{}
+	return *f
+}
+
+// callerOf finds the caller on the current goroutine's stack, with the
+// frames skip names passed over: the first frame outside the library, as
+// callerStack finds it. Most stacks reach it within a few frames of the
+// pipeline, so the stack is first unwound only that deep.
+// The frame returned is shared (pcFrames) and must not be modified.
+func callerOf(skip []string) *runtime.Frame {
+	var pcs [64]uintptr
+	n := runtime.Callers(2, pcs[:16])
+	if f, ok := firstCaller(pcs[:n], skip, n == 16); ok {
+		return f
+	}
+	n = runtime.Callers(2, pcs[:])
+	f, _ := firstCaller(pcs[:n], skip, false)
+	return f
+}
+
+// firstCaller is callerFrames(pcs, skip)[0] (the zero Frame when there is
+// none) without symbolizing the whole stack: a denial needs only the
+// caller. The walk stops at the caller once it has passed the pipeline
+// entry (the pipeline asks with only library frames above the entry). A
+// caller found above the entry is a host callback's own frame when the
+// entry is still to come, so the walk goes on and starts over at the
+// entry, as callerFrames does; without an entry on the stack the frame
+// found first stands. truncated says pcs may not reach the bottom of the
+// stack; ok is false when the answer may lie below it.
+func firstCaller(pcs []uintptr, skip []string, truncated bool) (f *runtime.Frame, ok bool) {
+	var found *runtime.Frame
+	seenLib, pastEntry := false, false
+	for _, pc := range pcs {
+		fs := framesAt(pc)
+		for i := range fs {
+			f := &fs[i]
+			switch {
+			case f.Function == pipelineEntry:
+				found, seenLib, pastEntry = nil, true, true
+			case found != nil:
+				// A frame found above the entry; looking for the entry only.
+			case f.Function == "runtime.goexit":
+			case isLibraryFrame(f, skip):
+				seenLib = true
+			case seenLib:
+				found = f
+				if pastEntry {
+					return found, true
+				}
+			}
+		}
+	}
+	return found, !truncated
+}
+
+// pcFrames caches the logical frames of return addresses, so that
+// finding the caller of a denial made again from the same place costs no
+// symbolization (file and line lookups are most of a walk's cost). It is
+// direct-mapped and lock-free: a slot holds the last pc that hashed to it,
+// so its size bounds the memory whatever the program does.
+var pcFrames [1024]atomic.Pointer[pcEntry]
+
+type pcEntry struct {
+	pc     uintptr
+	frames []runtime.Frame
+}
+
+// framesAt returns the logical frames of return address pc, innermost
+// first: what runtime.CallersFrames gives for it (one frame per pc from
+// runtime.Callers, which lists inlined calls as frames of their own).
+func framesAt(pc uintptr) []runtime.Frame {
+	slot := &pcFrames[(pc^pc>>10)%uintptr(len(pcFrames))]
+	if e := slot.Load(); e != nil && e.pc == pc {
+		return e.frames
+	}
+	e := &pcEntry{pc: pc}
+	it := runtime.CallersFrames([]uintptr{pc})
+	for {
+		f, more := it.Next()
+		e.frames = append(e.frames, f)
+		if !more {
+			break
+		}
+	}
+	slot.Store(e)
+	return e.frames
 }
 
 func callerSite() string { return FormatFrame(callerFrame()) }

@@ -363,7 +363,7 @@ func TestRecordsGoToSlog(t *testing.T) {
 		t.Fatalf("allow record = %v", allow)
 	}
 	if deny["outcome"] != "denied" || deny["rule"] != `protected ".bashrc"` || deny["source"] != "builtin" ||
-		deny["tier"] != "hard" || deny["decided_by"] != ByPolicy || deny["level"] != "WARN" ||
+		deny["tier"] != "hard" || deny["decided_by"] != ByPolicy.String() || deny["level"] != "WARN" ||
 		!strings.Contains(deny["caller"].(string), "helpers_test.go") {
 		t.Fatalf("deny record = %v", deny)
 	}

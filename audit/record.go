@@ -30,15 +30,44 @@ func (o Outcome) String() string {
 	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
-// What decided a call, as records report it.
+// Decider says who decided a call: the fact a host branches on, on
+// DenyError.By, Record.DecidedBy and Result.By. It is rendered to text
+// only in records and error messages.
+type Decider uint8
+
 const (
-	ByPolicy     = "policy"
-	ByOnCall     = "OnCall"
-	ByTrustSite  = "OnCall TrustSite"
-	ByBeforeDeny = "BeforeDeny"
-	ByWarnMode   = "mode warn"
-	ByScope      = "scope rules"
+	// ByPolicy: the policy in force (and every Restrict-ed one) decided;
+	// for a denial, no callback rescued it. It is the zero value.
+	ByPolicy Decider = iota
+	// ByOnCall: the OnCall callback allowed (Allow) or denied (Deny) it.
+	ByOnCall
+	// ByTrustSite: OnCall trusted the call site (TrustSite) in this scope.
+	ByTrustSite
+	// ByBeforeDeny: the BeforeDeny callback rescued a denial.
+	ByBeforeDeny
+	// ByWarnMode: the protocol's Warn mode let a denial through.
+	ByWarnMode
+	// ByOffMode: the protocol's mode is Off; nothing was checked.
+	ByOffMode
+	// ByFault: a host callback panicked, so the call was denied.
+	ByFault
+	// ByScope: the scope rules: no scope, a released scope, or
+	// re-configuration from inside a scope. DenyError.Err says which
+	// (ErrNoScope, ErrScopeClosed, ErrSelfProtection).
+	ByScope
 )
+
+var deciderNames = [...]string{
+	ByPolicy: "policy", ByOnCall: "OnCall", ByTrustSite: "OnCall TrustSite", ByBeforeDeny: "BeforeDeny",
+	ByWarnMode: "mode warn", ByOffMode: "mode off", ByFault: "callback fault", ByScope: "scope rules",
+}
+
+func (d Decider) String() string {
+	if int(d) < len(deciderNames) {
+		return deciderNames[d]
+	}
+	return "decider(" + strconv.Itoa(int(d)) + ")"
+}
 
 // Record is one decision as logged: what was asked, what decided, and how.
 type Record struct {
@@ -54,7 +83,7 @@ type Record struct {
 	Program   string
 	Detail    string
 	Outcome   Outcome
-	DecidedBy string // ByPolicy, ByOnCall, ByBeforeDeny, ...
+	DecidedBy Decider
 	Rule      string // the deciding rule, rendered
 	Source    string // the deciding rule's provenance
 	Tier      policy.Tier
@@ -98,9 +127,14 @@ func (r *Recorder) Reset() {
 	r.mu.Unlock()
 }
 
-// record writes one decision to the logger and the recorder.
-func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by string, err error) {
-	if out == Allowed && !g.logAllows {
+// record writes one decision to the logger and the recorder. The record
+// is built only when something will take it: a Recorder, a record hook,
+// or a logger enabled at the outcome's level. A dry run records nothing.
+func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by Decider, err error) {
+	if ev.DryRun || (out == Allowed && !g.logAllows) {
+		return
+	}
+	if g.recorder == nil && g.recordHook == nil && !g.logger.Enabled(ctx, outcomeLevel(out)) {
 		return
 	}
 	rec := Record{
@@ -131,11 +165,7 @@ func (g *Guard) emit(ctx context.Context, rec *Record) {
 	if g.recordHook != nil {
 		g.recordHook(ctx, *rec)
 	}
-	level := slog.LevelWarn
-	switch rec.Outcome {
-	case Allowed, Rescued:
-		level = slog.LevelInfo
-	}
+	level := outcomeLevel(rec.Outcome)
 	if !g.logger.Enabled(ctx, level) {
 		return
 	}
@@ -165,7 +195,7 @@ func (g *Guard) emit(ctx context.Context, rec *Record) {
 		attrs = append(attrs, slog.String("detail", rec.Detail))
 	}
 	attrs = append(attrs,
-		slog.String("decided_by", rec.DecidedBy),
+		slog.String("decided_by", rec.DecidedBy.String()),
 		slog.String("rule", rec.Rule),
 		slog.String("source", rec.Source),
 	)
@@ -180,4 +210,12 @@ func (g *Guard) emit(ctx context.Context, rec *Record) {
 		attrs = append(attrs, slog.String("remote", rec.Remote))
 	}
 	g.logger.LogAttrs(ctx, level, "auditguard decision", attrs...)
+}
+
+// outcomeLevel is the slog level a record of out is logged at.
+func outcomeLevel(out Outcome) slog.Level {
+	if out == Allowed || out == Rescued {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
 }

@@ -169,8 +169,8 @@ func (s *Scope) Mode(p Protocol) Mode { return s.g.Mode(p) }
 func (s *Scope) ErrFor(passOver ...string) error {
 	err := s.Err()
 	if de, ok := err.(*DenyError); ok && len(passOver) > 0 {
-		if fs := callerStack(passOver...); len(fs) > 0 {
-			de.Caller = fs[0]
+		if c := callerOf(passOver); c != nil {
+			de.Caller = *c
 		}
 	}
 	return err
@@ -188,7 +188,7 @@ func (s *Scope) Err() error {
 			return &DenyError{
 				Op: policy.OpConfig, ScopeID: s.id, ScopeEntered: x.entered,
 				Decision: policy.Deny(policy.TierSelf, ruleScopeClosed, ""),
-				Err:      ErrScopeClosed, Caller: callerFrame(),
+				Err:      ErrScopeClosed, Caller: callerFrame(), By: ByScope,
 			}
 		}
 	}

@@ -33,6 +33,20 @@
 // descriptors (docs/threat-model.md says what is "after release" and what
 // is "leaked").
 //
+// # Check
+//
+// Check is a dry run of the call it stands for, the same in every facade
+// (fsguard, netguard, procguard): it takes that call's own route (resolution
+// and request building of the method its Op stands for: Open, Create,
+// MkdirAll, Remove, Chmod, Chdir) and runs the whole audit pipeline, the
+// scope, every policy, OnCall and BeforeDeny asked with audit.Event.DryRun
+// set, and the protocol's mode, then stops before the act: nothing is opened
+// or changed, and nothing is recorded or logged. Its answer holds an
+// audit.Result: Allowed (the call would go ahead), Outcome, By (who
+// decided), the deciding rule, and Err, the error the call would return, in
+// the call's own shape (*fs.PathError with the *audit.DenyError inside). The
+// answer holds for now; a later call is decided afresh.
+//
 // # Not guaranteed
 //
 //   - Reads and writes through an open file are not re-checked when the

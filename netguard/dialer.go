@@ -30,8 +30,9 @@ type Dialer struct {
 
 // DialContext connects to address on network in the scope ctx carries
 // (audit.From(ctx)). The pipeline runs once, whatever the number of
-// addresses tried. Denials are *audit.DenyError, so errors.Is(err,
-// fs.ErrPermission) holds.
+// addresses tried. A denial is a *net.OpError (Op "dial") wrapping the
+// *audit.DenyError, like net.Dialer's own errors: errors.As finds both,
+// and errors.Is(err, fs.ErrPermission) holds.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -52,7 +53,7 @@ func (d *Dialer) decideAndDial(ctx context.Context, network, address string) (ne
 	}
 	g, err := authorize(ctx, policy.OpConnect, network, address, res, "")
 	if err != nil {
-		return nil, err
+		return nil, dialErr(network, err)
 	}
 	return d.dial(ctx, network, address, g)
 }
@@ -129,79 +130,53 @@ func baseControl(b *net.Dialer) func(context.Context, string, string, syscall.Ra
 	return nil
 }
 
-// Check returns the decision a DialContext of address on network would get
-// from the policies of ctx's scope (the guard's and every Restrict-ed one),
-// without callbacks, records or a connection. Names are looked up with the
-// dialer's Resolver; a name that cannot be resolved is judged by itself.
-// The net mode applies as it does to DialContext: in Off the answer is
-// allowed; in Warn a soft or hard denial is reported allowed, with the
-// would-be deciding rule and "would deny" in Detail.
-func (d *Dialer) Check(ctx context.Context, network, address string) policy.Decision {
-	return decideOnly(ctx, policy.OpConnect, network, address, resolverFor(ctx, d.Resolver))
+// Check is a dry run of DialContext(ctx, network, address): it takes the
+// dial's route (scope, canonicalisation, lookup with the dialer's
+// Resolver, unix socket paths resolved, the same request) and stops
+// before the connection. Every policy is asked, OnCall and BeforeDeny are
+// asked with Event.DryRun set, and the net mode applies; nothing is
+// dialed, recorded or logged. Result.Err is what DialContext would return
+// before connecting: nil, a *net.OpError wrapping the *audit.DenyError,
+// or the lookup's failure.
+func (d *Dialer) Check(ctx context.Context, network, address string) audit.Result {
+	return checkDial(ctx, network, address, resolverFor(ctx, d.Resolver))
 }
 
-// Check is (&Dialer{}).Check: the decision only, nothing dialed.
-func Check(ctx context.Context, network, address string) policy.Decision {
-	return decideOnly(ctx, policy.OpConnect, network, address, resolverFor(ctx, nil))
+// Check is (&Dialer{}).Check: a dry run of a dial, nothing dialed.
+func Check(ctx context.Context, network, address string) audit.Result {
+	return checkDial(ctx, network, address, resolverFor(ctx, nil))
 }
 
-// Rules that describe a Check answered by the mode rather than the policy.
-var (
-	ruleModeOff = &policy.Rule{Kind: policy.KindHost, Pattern: "net mode off: no checks", Source: "guard mode"}
-)
-
-// decideOnly answers Check. It honours the net mode as DialContext does:
-// Off allows without asking the policy; Warn turns a soft or hard denial
-// into an allowing decision that keeps the rule that would have denied and
-// says so in Detail; invalid input is denied in every mode but Off.
-func decideOnly(ctx context.Context, op policy.Op, network, address string, res Resolver) policy.Decision {
-	s := audit.From(ctx)
-	if err := s.Err(); err != nil {
-		ev := &audit.Event{Protocol: audit.Net, Op: op, Target: address, Detail: network}
-		var de *audit.DenyError
-		if errors.As(scopeError(ctx, ev), &de) {
-			return de.Decision
-		}
-		return policy.Deny(policy.TierInvalid, ruleNotApproved, err.Error())
+// checkDial runs authorize, DialContext's own decision, in a dry-run
+// context: the pipeline run inside it is a dry run and its Result lands
+// in r. authorize never acts, so nothing else needs to know.
+func checkDial(ctx context.Context, network, address string, res Resolver) audit.Result {
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	mode := s.Mode(audit.Net)
-	if mode == audit.Off {
-		return policy.Allow(ruleModeOff)
+	var r audit.Result
+	_, err := authorize(audit.WithDryRun(ctx, &r), policy.OpConnect, network, address, res, "")
+	if err == nil && r.Outcome == 0 {
+		// No pipeline run: the net mode is Off, and the dial goes ahead
+		// unchecked; the dry run says so.
+		r = audit.DryRun(ctx, &audit.Event{Protocol: audit.Net, Op: policy.OpConnect, Target: address, Detail: network}, nil)
 	}
-	dec := decidePolicies(ctx, s, op, network, address, res)
-	if mode == audit.Warn && !dec.Allowed && (dec.Tier == policy.TierSoft || dec.Tier == policy.TierHard) {
-		return policy.Decision{Allowed: true, Rule: dec.Rule, Detail: "net mode warn: would deny (" + dec.Tier.String() + ")"}
+	var de *audit.DenyError
+	if errors.As(err, &de) {
+		r.Decision = de.Decision // the scope rule netguard names (ruleNetNoScope)
 	}
-	return dec
+	r.Err = dialErr(network, err)
+	r.Allowed = r.Err == nil
+	return r
 }
 
-func decidePolicies(ctx context.Context, s *audit.Scope, op policy.Op, network, address string, res Resolver) policy.Decision {
-	req, perr := policy.ParseNetRequest(op, network, address)
-	if perr == nil {
-		if req.Network == "unix" || req.Network == "unixgram" || req.Network == "unixpacket" {
-			p, err := policy.Resolve(policy.OSFS{}, address, "/", true)
-			if err != nil {
-				p = "" // fail closed, as DialContext does
-			}
-			req.Host = p
-		} else if !req.IP.IsValid() {
-			addrs, err := resolverOr(res).LookupNetIP(ctx, ipNetwork(network), req.Host)
-			if err == nil {
-				req.Addrs = filterFamily(network, addrs)
-			}
-		}
+// dialErr gives a denial the shape of net.Dialer's errors: a *net.OpError
+// with the *audit.DenyError inside. Other errors are already shaped.
+func dialErr(network string, err error) error {
+	if de, ok := err.(*audit.DenyError); ok {
+		return &net.OpError{Op: "dial", Net: network, Err: de}
 	}
-	var first policy.Decision
-	for i, p := range s.Policies() {
-		dec := req.Decide(p)
-		if !dec.Allowed {
-			return dec
-		}
-		if i == 0 {
-			first = dec
-		}
-	}
-	return first
+	return err
 }
 
 // The dialer has net.Dialer's dialing methods, so its DialContext fits

@@ -17,6 +17,9 @@
 // unmapping IPv4-mapped IPv6, that the kernel is asked to connect to an
 // approved address.
 //
+// A denied dial is a *net.OpError (Op "dial") wrapping the
+// *audit.DenyError, like net.Dialer's own errors.
+//
 // The scope comes from the context: DialContext uses audit.From(ctx). Dial,
 // which has no context, uses the Dialer's Context field and fails with
 // audit.ErrNoScope when it is nil.
@@ -30,6 +33,20 @@
 // For tests, WithDouble installs a Double on a guard: dials its scopes allow
 // are then connected by the double (netguard/nettest.Fake) instead of the
 // network, after the same decision, and their names are looked up by it.
+//
+// # Check
+//
+// Check is a dry run of the call it stands for, the same in every facade
+// (fsguard, netguard, procguard): it takes that call's own route
+// (DialContext's canonicalisation, lookup with the dialer's Resolver, unix
+// socket paths resolved, the same request) and runs the whole audit
+// pipeline, the scope, every policy, OnCall and BeforeDeny asked with
+// audit.Event.DryRun set, and the protocol's mode, then stops before the
+// act: nothing is dialed, and nothing is recorded or logged. Its answer
+// holds an audit.Result: Allowed (the call would go ahead), Outcome, By (who
+// decided), the deciding rule, and Err, the error the call would return, in
+// the call's own shape (*net.OpError with the *audit.DenyError inside). The
+// answer holds for now; a later call is decided afresh.
 //
 // # Not guaranteed
 //

@@ -14,9 +14,11 @@ import (
 
 // Decision is what Check says about a command without running it.
 type Decision struct {
-	policy.Decision
-	// Err is the denial Start would return (nil when allowed).
-	Err error
+	// Result is the pipeline's answer: Allowed (Start would go ahead),
+	// Outcome, By, the deciding rule, and Err, the error Start would
+	// return for it (an *exec.Error wrapping the *audit.DenyError, or
+	// exec.ErrNotFound's).
+	audit.Result
 	// Program is the real path of the program named; Dir the resolved
 	// working directory.
 	Program, Dir string
@@ -24,11 +26,9 @@ type Decision struct {
 	Plan policy.ExecPlan
 }
 
-// Check says whether CommandContext(ctx, name, args...).Start would be
-// allowed, and why, without spawning anything. It runs the audit pipeline
-// (callbacks and records included) like Start does, with the same
-// working-directory rule as Cmd.Check: the host's working directory. Use
-// CheckIn, or Cmd.Check with Dir set, to judge another directory.
+// Check is a dry run of CommandContext(ctx, name, args...).Start: see
+// Cmd.Check. The working directory is the host's; use CheckIn, or
+// Cmd.Check with Dir set, to judge another directory.
 func Check(ctx context.Context, name string, args ...string) Decision {
 	return CommandContext(ctx, name, args...).Check()
 }
@@ -40,24 +40,20 @@ func CheckIn(ctx context.Context, dir, name string, args ...string) Decision {
 	return c.Check()
 }
 
-// Check runs the decision Start would make, without spawning anything.
+// Check is a dry run of Start: it takes Start's route (LookPath,
+// EvalSymlinks, the working directory, the plan of what really runs, the
+// same request) and stops before the spawn. The scope is checked, every
+// policy is asked, OnCall and BeforeDeny are asked with Event.DryRun set,
+// and the exec mode applies; nothing is spawned, recorded or logged.
 func (c *Cmd) Check() Decision {
 	if err := c.usable(); err != nil {
-		return Decision{Err: err}
+		return Decision{Result: audit.Result{Outcome: audit.Denied, Err: err}}
 	}
-	pr := c.prepare()
-	d := Decision{Err: pr.err, Program: pr.program, Dir: pr.req.Dir, Plan: pr.req.Plan}
+	pr := c.prepareFor(true)
+	d := Decision{Result: pr.res, Program: pr.program, Dir: pr.req.Dir, Plan: pr.req.Plan}
 	if pr.missing {
 		d.Err = &exec.Error{Name: c.Args[0], Err: errNotFound}
-	}
-	if pr.ev != nil {
-		d.Decision = pr.ev.Decision
-	}
-	var de *audit.DenyError
-	if errors.As(pr.err, &de) {
-		d.Decision = de.Decision
-	} else if pr.err == nil {
-		d.Decision.Allowed = true
+		d.Allowed = false
 	}
 	return d
 }
@@ -70,7 +66,8 @@ type prepared struct {
 	program string // real path
 	req     policy.ExecRequest
 	ev      *audit.Event
-	err     error
+	err     error        // what Start returns for the decision
+	res     audit.Result // the pipeline's answer
 	cwd     string
 	// missing: the program named is not in the policy's PATH (or the
 	// absolute path does not exist): Start reports exec.ErrNotFound.
@@ -149,13 +146,16 @@ func (r *resolver) Path(name string) (string, error) {
 
 // prepare gathers the facts (LookPath, EvalSymlinks, directory, plan) and
 // runs audit.Check. It spawns nothing.
-func (c *Cmd) prepare() *prepared {
+func (c *Cmd) prepare() *prepared { return c.prepareFor(false) }
+
+// prepareFor is prepare; dry makes the pipeline run a dry run (Check).
+func (c *Cmd) prepareFor(dry bool) *prepared {
 	pr := &prepared{}
 	scope := audit.From(c.ctx)
 	ev := &audit.Event{Protocol: audit.Exec, Op: policy.OpExec, Target: c.Args[0], Argv: c.Args}
 	pr.ev = ev
 	if err := scope.Err(); err != nil {
-		pr.err = audit.Check(c.ctx, ev, &pr.req)
+		pr.decide(c, dry)
 		return pr
 	}
 	pr.pols = scope.Policies()
@@ -214,8 +214,20 @@ func (c *Cmd) prepare() *prepared {
 		ev.Detail += "; judged as itself: " + pr.req.Plan.Opaque
 	}
 	ev.Detail += "; " + c.plannedConfinement(pr)
-	pr.err = audit.Check(c.ctx, ev, &pr.req)
+	pr.decide(c, dry)
 	return pr
+}
+
+// decide runs the pipeline (a dry run when dry) and gives a denial the
+// shape of os/exec's errors: an *exec.Error naming the command, with the
+// *audit.DenyError inside.
+func (pr *prepared) decide(c *Cmd, dry bool) {
+	pr.ev.DryRun = dry
+	pr.res = audit.Decide(c.ctx, pr.ev, &pr.req)
+	if pr.res.Err != nil {
+		pr.res.Err = &exec.Error{Name: c.Args[0], Err: pr.res.Err}
+	}
+	pr.err = pr.res.Err
 }
 
 func quoteArg(s string) string { return `"` + s + `"` }

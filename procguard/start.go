@@ -17,8 +17,9 @@ import (
 )
 
 // Start checks the command against the guard scope and, when allowed,
-// starts it confined and supervised. A denial is a *audit.DenyError
-// (errors.Is(err, fs.ErrPermission)) and nothing is spawned.
+// starts it confined and supervised. A denial is an *exec.Error wrapping
+// the *audit.DenyError (errors.As finds both; errors.Is(err,
+// fs.ErrPermission) holds) and nothing is spawned.
 func (c *Cmd) Start() error {
 	if err := c.usable(); err != nil {
 		return err

@@ -70,12 +70,12 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 		// get.
 		gfs := fsguard.New(ctx, afero.NewOsFs())
 		facts = append(facts, [2]string{verb, rest[1]})
-		var resolved string
-		d, resolved, err = gfs.Check(op, rest[1])
-		if err != nil {
-			facts = append(facts, [2]string{"resolved", "cannot be resolved safely: " + err.Error()})
+		fd := gfs.Check(op, rest[1])
+		d = fd.Decision
+		if fd.Resolved == "" && fd.Err != nil {
+			facts = append(facts, [2]string{"resolved", "cannot be resolved safely: " + fd.Err.Error()})
 		} else {
-			facts = append(facts, [2]string{"resolved", resolved})
+			facts = append(facts, [2]string{"resolved", fd.Resolved})
 		}
 	case "exec":
 		proto = audit.Exec
@@ -101,7 +101,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) int {
 	case "dial":
 		proto = audit.Net
 		facts = append(facts, [2]string{"dial", "tcp " + rest[1]})
-		d = netguard.Check(ctx, "tcp", rest[1])
+		d = netguard.Check(ctx, "tcp", rest[1]).Decision
 	default:
 		fmt.Fprintf(stderr, "auditdemo explain: unknown operation %q\n%s\n", verb, explainUsage)
 		return 2

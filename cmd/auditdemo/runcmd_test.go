@@ -50,7 +50,7 @@ func TestRun(t *testing.T) {
 	if r.code != exitRefused {
 		t.Fatalf("rm -rf: %v", r)
 	}
-	wantAll(t, "run report", r.stderr, "refused: auditguard: exec denied", `exec rule "deny rm -r" (`+pol+":37)", "denied [hard] by policy")
+	wantAll(t, "run report", r.stderr, `refused: exec: "rm": auditguard: exec denied`, `exec rule "deny rm -r" (`+pol+":37)", "denied [hard] by policy")
 	if strings.Contains(r.stderr, "confinement:") {
 		t.Errorf("a refused command reports a confinement:\n%s", r.stderr)
 	}
