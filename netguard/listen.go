@@ -36,7 +36,7 @@ func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (ne
 func (lc *ListenConfig) listen(ctx context.Context, network, address string) (net.Listener, error) {
 	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver, "")
 	if err != nil {
-		return nil, err
+		return nil, listenErr(network, err)
 	}
 	base := lc.Base
 	if g.off {
@@ -59,7 +59,7 @@ func (lc *ListenConfig) ListenPacket(ctx context.Context, network, address strin
 func (lc *ListenConfig) listenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
 	g, err := authorize(ctx, policy.OpListen, network, address, lc.Resolver, "")
 	if err != nil {
-		return nil, err
+		return nil, listenErr(network, err)
 	}
 	base := lc.Base
 	if g.off {
@@ -70,6 +70,15 @@ func (lc *ListenConfig) listenPacket(ctx context.Context, network, address strin
 	}
 	lc2 := lc.guarded(ctx, g)
 	return lc2.ListenPacket(ctx, network, netip.AddrPortFrom(g.addrs[0], g.port).String())
+}
+
+// listenErr gives a denial the shape of net.ListenConfig's errors: a
+// *net.OpError with the *audit.DenyError inside, as dialErr does for dials.
+func listenErr(network string, err error) error {
+	if de, ok := err.(*audit.DenyError); ok {
+		return &net.OpError{Op: "listen", Net: network, Err: de}
+	}
+	return err
 }
 
 // guarded returns a copy of the base config whose Control checks, as a

@@ -56,6 +56,11 @@ func TestListen(t *testing.T) {
 		if !errors.Is(err, fs.ErrPermission) || denyTier(t, err) != tc.tier {
 			t.Errorf("Listen(%s, %s): %v, want tier %v", tc.network, tc.address, err, tc.tier)
 		}
+		// net.ListenConfig's shape, with the denial inside.
+		var oe *net.OpError
+		if !errors.As(err, &oe) || oe.Op != "listen" || oe.Net != tc.network {
+			t.Errorf("Listen(%s, %s): %T %v, want a *net.OpError", tc.network, tc.address, err, err)
+		}
 	}
 
 	pc, err := lc.ListenPacket(ctx, "udp", "127.0.0.1:0")
@@ -63,8 +68,9 @@ func TestListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc.Close()
-	if _, err := lc.ListenPacket(ctx, "udp", "127.0.0.1:5353"); !errors.Is(err, fs.ErrPermission) {
-		t.Fatalf("udp port without rule: %v", err)
+	var oe *net.OpError
+	if _, err := lc.ListenPacket(ctx, "udp", "127.0.0.1:5353"); !errors.Is(err, fs.ErrPermission) || !errors.As(err, &oe) {
+		t.Fatalf("udp port without rule: %T %v", err, err)
 	}
 	// A connect rule does not allow binding.
 	ctx2, _ := enter(t, []policy.NetRule{{CIDR: "127.0.0.1"}})
