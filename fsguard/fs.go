@@ -179,10 +179,16 @@ func (r resolved) target() string {
 // resolve returns where name lands, relative names taken from cwd. follow
 // says whether a symbolic link as the last component is followed.
 func (f *Fs) resolve(name, cwd string, follow bool) (resolved, error) {
+	return f.resolveWith(name, cwd, follow, true)
+}
+
+// resolveWith is resolve; fast says whether the one-call proof
+// (fastResolve) is worth trying (not when the route already tried it).
+func (f *Fs) resolveWith(name, cwd string, follow, fast bool) (resolved, error) {
 	if strings.Contains(name, "..") && f.dotdotAfterMissing(name, cwd) {
 		return resolved{}, syscall.ENOENT
 	}
-	return f.resolveLexical(name, cwd, follow)
+	return f.resolveLexical(name, cwd, follow, fast)
 }
 
 // dotdotAfterMissing reports whether a ".." in name comes after a
@@ -208,9 +214,9 @@ func (f *Fs) dotdotAfterMissing(name, cwd string) bool {
 // resolveLexical is resolve with ".." after a missing directory climbing
 // lexically, as os.MkdirAll, which makes the missing directory first,
 // needs.
-func (f *Fs) resolveLexical(name, cwd string, follow bool) (resolved, error) {
-	if f.isOS && name != "" {
-		if p, ok := fastResolve(absAt(name, cwd), follow); ok {
+func (f *Fs) resolveLexical(name, cwd string, follow, fast bool) (resolved, error) {
+	if fast && f.isOS && name != "" {
+		if p := absAt(name, cwd); fastResolve(p, follow) {
 			return resolved{path: p}, nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -15,42 +16,12 @@ import (
 	"github.com/auditguard/auditguard/policy"
 )
 
+// The afero.Fs methods. Each one opens the scope's in-flight mark and runs
+// its route (route.go): front, resolve once, request, decide once, act.
+// Check (check.go) runs the same routes with the act left out.
+
 // writeFlags are the open flags that make an open a write.
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
-
-// offErr is the scope check an Off-mode passthrough still makes.
-func (f *Fs) offErr(op, name string) error {
-	if err := f.scope.ErrFor(aferoHelpers...); err != nil {
-		return pathErr(op, name, err)
-	}
-	return nil
-}
-
-// single resolves name, checks op on it and returns the resolution. It is
-// the front half of every one-name method.
-// It also returns the working directory the name was taken from, so the
-// call itself uses the same one even if another goroutine moves the handle.
-// flag, for opens, fills the event's Detail.
-func (f *Fs) single(op policy.Op, opName, name string, follow, linkRule bool, flag int) (resolved, string, error) {
-	cwd := f.getwd()
-	ev := &audit.Event{Op: op, Target: name}
-	if opName == "open" {
-		ev.Detail = flagString(flag)
-	}
-	r, err := f.resolve(name, cwd, follow)
-	if err != nil {
-		return r, cwd, pathErr(opName, name, f.denyResolve(ev, err))
-	}
-	ev.Resolved = r.path
-	req := &pathReq{op: op, path: r.path, cwd: cwd}
-	if linkRule {
-		req.nlink = f.nlinkOf(r)
-	}
-	if err := f.check(ev, req); err != nil {
-		return r, cwd, pathErr(opName, name, err)
-	}
-	return r, cwd, nil
-}
 
 // badName returns the error the OS gives for a name no system call can
 // take, before anything is resolved or checked: ENOENT for an empty name
@@ -99,75 +70,164 @@ func (f *Fs) Open(name string) (afero.File, error) {
 // OpenFile opens name. A read-only open is a read of where name resolves; an
 // open with any of O_WRONLY, O_RDWR, O_CREATE, O_TRUNC or O_APPEND is a
 // write checked where it really lands (the last symbolic link followed,
-// unless O_NOFOLLOW is given) and, on the OS, carried out through the write
-// root's os.Root.
+// unless O_NOFOLLOW is given) and, on the OS, carried out beneath the
+// write root.
 func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
-	if err := badName("open", name); err != nil {
-		return nil, err
+	op := policy.OpRead
+	if flag&writeFlags != 0 {
+		op = policy.OpWrite
 	}
-	abs := f.abs(name)
-	fl, err := f.openFile(name, flag, perm)
+	c := f.newCall(op, "open", name)
+	fl, err := f.open(c, flag, perm)
 	if err != nil {
 		return nil, err
 	}
-	return f.guardFile(fl, name, abs)
+	return f.guardFile(fl, name, absAt(name, c.cwd))
 }
 
-func (f *Fs) openFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if f.off() {
-		if err := f.offErr("open", name); err != nil {
-			return nil, err
-		}
-		fl, err := f.base.OpenFile(f.abs(name), flag, perm)
-		if err != nil {
-			return nil, f.renameErr(err, "open", name)
-		}
-		return named(fl, name), nil
-	}
-	if flag&writeFlags == 0 {
-		return f.openRead(name, flag)
-	}
-	if fl, err, ok := f.fastOpenWrite(name, f.getwd(), flag, perm); ok {
-		return fl, err
-	}
-	// O_NOFOLLOW, and O_CREATE|O_EXCL, act on a final symbolic link itself
-	// (the kernel then refuses it): check and open that entry.
-	follow := flag&syscall.O_NOFOLLOW == 0 && flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
-	r, _, err := f.single(policy.OpWrite, "open", name, follow, true, flag)
-	if err != nil {
+// open is OpenFile's route up to the file: the front, then the read or
+// the write route.
+func (f *Fs) open(c *call, flag int, perm os.FileMode) (afero.File, error) {
+	if err := badName("open", c.name); err != nil {
 		return nil, err
 	}
-	var fl afero.File
-	if flag&syscall.O_NOFOLLOW != 0 {
-		// os.Root resolves a final link itself; keep open(2)'s answer.
-		fi := r.info
-		if fi == nil {
-			fi, _ = f.lstat(r.path)
+	c.flag = flag
+	c.ev.Detail = flagString(flag)
+	if off, err := f.offGate(c); off {
+		if err != nil || !c.acts() {
+			return nil, err
 		}
-		if fi != nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return nil, pathErr("open", name, syscall.ELOOP)
+		return f.openByName(c, perm)
+	}
+	if flag&writeFlags == 0 {
+		return f.openRead(c)
+	}
+	return f.openWrite(c, perm)
+}
+
+// openByName opens the name as called on the base: no check stands
+// between (Off mode, or a quiet read).
+func (f *Fs) openByName(c *call, perm os.FileMode) (afero.File, error) {
+	fl, err := f.base.OpenFile(absAt(c.name, c.cwd), c.flag, perm)
+	if err != nil {
+		return nil, f.renameErr(err, "open", c.name)
+	}
+	return named(fl, c.name), nil
+}
+
+// openRead is the route of a read-only open. A silent scope whose
+// policies deny no read opens the name as called: the decision cannot
+// depend on it (quietRead). On the fast route the file itself is the
+// proof, and that descriptor is handed back; in a scope with callbacks it
+// is open while they decide (a denial closes it): opening a FIFO or a
+// device that a callback then refuses has the effect of opening it.
+func (f *Fs) openRead(c *call) (afero.File, error) {
+	if c.acts() && f.quietRead() {
+		return f.openByName(c, 0)
+	}
+	c.follow = c.flag&syscall.O_NOFOLLOW == 0
+	for try := 1; ; try++ {
+		if err := f.locate(c, pinRead); err != nil {
+			return nil, err
+		}
+		if err := f.decide(c); err != nil || !c.acts() {
+			c.p.release()
+			return nil, err
+		}
+		switch {
+		case c.p.ok && c.p.missing:
+			return nil, c.fail(syscall.ENOENT)
+		case c.p.ok:
+			return c.p.file(c.name), nil
+		case !f.pinnedRead(c.r.path):
+			return f.openByName(c, 0)
+		case !c.follow && f.isLink(c.r):
+			return nil, c.fail(syscall.ELOOP) // open(2) with O_NOFOLLOW on a link
+		}
+		fl, err := openNoLinks(c.r.target(), c.name, c.flag)
+		if err == syscall.ELOOP && try < maxReroutes {
+			c = c.retry() // a link appeared on the decided path: decide again
+			continue
+		}
+		if err != nil {
+			return nil, c.fail(err)
+		}
+		return fl, nil
+	}
+}
+
+// isLink reports whether the resolved path is a symbolic link itself.
+func (f *Fs) isLink(r resolved) bool {
+	fi := r.info
+	if fi == nil {
+		var err error
+		if fi, err = f.lstat(r.path); err != nil {
+			return false
 		}
 	}
-	root, rp, ok, rerr := f.inRootR(r)
+	return fi.Mode()&fs.ModeSymlink != 0
+}
+
+// openWrite is the route of an open for writing. O_NOFOLLOW, and
+// O_CREATE|O_EXCL, act on a final symbolic link itself (the kernel then
+// refuses it): that entry is checked and opened. On the fast route the
+// existing file is opened beneath the write root before the decision
+// (that is the proof; nothing changes yet) and truncated, or a missing
+// one created, only after it.
+func (f *Fs) openWrite(c *call, perm os.FileMode) (afero.File, error) {
+	flag := c.flag
+	c.follow = flag&syscall.O_NOFOLLOW == 0 && flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
+	c.linkRule = true
+	for try := 1; ; try++ {
+		if err := f.locate(c, pinWrite); err != nil {
+			return nil, err
+		}
+		if err := f.decide(c); err != nil || !c.acts() {
+			c.p.release()
+			return nil, err
+		}
+		if !c.p.ok {
+			return f.openWriteInRoot(c, perm)
+		}
+		fl, err, again := c.p.openWrite(c.name, c.r.path, flag, perm)
+		c.p.release()
+		if again && try < 3 {
+			c = c.retry()
+			continue
+		}
+		if err != nil {
+			return nil, c.fail(err)
+		}
+		return fl, nil
+	}
+}
+
+// openWriteInRoot is the act of a write open on the slow route: through
+// the write root's os.Root, or on the base when no root holds the path.
+func (f *Fs) openWriteInRoot(c *call, perm os.FileMode) (afero.File, error) {
+	if c.flag&syscall.O_NOFOLLOW != 0 && f.isLink(c.r) {
+		// os.Root resolves a final link itself; keep open(2)'s answer.
+		return nil, c.fail(syscall.ELOOP)
+	}
+	var fl afero.File
+	root, rp, ok, err := f.inRootR(c.r)
 	switch {
-	case rerr != nil:
-		return nil, f.renameErr(rerr, "open", name)
+	case err != nil:
 	case ok:
 		var of *os.File
-		of, err = root.OpenFile(rp, flag, perm)
-		if err == nil {
+		if of, err = root.OpenFile(rp, c.flag, perm); err == nil {
 			fl = of
 		}
 	default:
-		fl, err = f.base.OpenFile(r.target(), flag, perm)
+		fl, err = f.base.OpenFile(c.r.target(), c.flag, perm)
 	}
 	if err != nil {
-		return nil, f.renameErr(err, "open", name)
+		return nil, f.renameErr(err, "open", c.name)
 	}
-	return named(fl, name), nil
+	return named(fl, c.name), nil
 }
 
 // Stat returns the information of where name resolves (links followed).
@@ -175,25 +235,10 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
-	if err := badName("stat", name); err != nil {
-		return nil, err
-	}
-	if f.off() {
-		if err := f.offErr("stat", name); err != nil {
-			return nil, err
-		}
-		return f.base.Stat(f.abs(name))
-	}
-	if f.isOS {
-		return f.stat("stat", name, true)
-	}
-	if !f.quietRead() {
-		if _, _, err := f.single(policy.OpRead, "stat", name, true, false, 0); err != nil {
-			return nil, err
-		}
-	}
-	fi, err := f.base.Stat(f.abs(name))
-	return fi, f.renameErr(err, "stat", name)
+	c := f.newCall(policy.OpRead, "stat", name)
+	c.follow = true
+	fi, _, err := f.stat(c)
+	return fi, err
 }
 
 // LstatIfPossible returns the information of name itself, not following a
@@ -203,37 +248,82 @@ func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
-	if err := badName("lstat", name); err != nil {
+	return f.stat(f.newCall(policy.OpRead, "lstat", name))
+}
+
+// stat is the route of Stat (c.follow) and Lstat. On the fast route the
+// parent is pinned without following any link, through the write root
+// that holds it (no call at all for an entry of the root itself) or with
+// openat2 from "/", and the entry is looked at with
+// fstatat(AT_SYMLINK_NOFOLLOW) on it; a link there, when Stat would follow
+// it, ends the fast route. On the slow route the resolved path is looked
+// at again with no link followed (statNoLinks).
+func (f *Fs) stat(c *call) (fs.FileInfo, bool, error) {
+	if err := badName(c.opName, c.name); err != nil {
 		return nil, false, err
 	}
-	var a string
-	if f.off() {
-		if err := f.offErr("lstat", name); err != nil {
+	if off, err := f.offGate(c); off {
+		if err != nil || !c.acts() {
 			return nil, false, err
 		}
-		a = f.abs(name)
-	} else if f.isOS {
-		fi, err := f.stat("lstat", name, false)
-		return fi, true, err
-	} else if f.quietRead() {
-		a = f.abs(name)
-	} else {
-		_, cwd, err := f.single(policy.OpRead, "lstat", name, false, false, 0)
-		if err != nil {
-			return nil, false, err
-		}
-		a = absAt(name, cwd)
+		return f.statByName(c)
 	}
+	if c.acts() && f.quietRead() {
+		return f.statByName(c)
+	}
+	for try := 1; ; try++ {
+		if err := f.locate(c, pinStat); err != nil {
+			return nil, false, err
+		}
+		if err := f.decide(c); err != nil || !c.acts() {
+			c.p.release()
+			return nil, false, err
+		}
+		if c.p.ok {
+			defer c.p.release()
+			if c.p.missing {
+				return nil, false, c.fail(syscall.ENOENT)
+			}
+			return c.p.stat(), !c.follow, nil
+		}
+		if !f.pinnedRead(c.r.path) || c.r.path == "/" {
+			return f.statByName(c)
+		}
+		info, err := statNoLinks(c.r.path, filepath.Base(c.name))
+		if err == nil && c.follow && info.Mode()&fs.ModeSymlink != 0 {
+			err = syscall.ELOOP // the resolution followed it: it was swapped in
+		}
+		if err == syscall.ELOOP && try < maxReroutes {
+			c = c.retry()
+			continue
+		}
+		if err != nil {
+			return nil, false, c.fail(err)
+		}
+		if c.r.slash && !info.IsDir() {
+			return nil, false, c.fail(syscall.ENOTDIR)
+		}
+		return info, !c.follow, nil
+	}
+}
+
+// statByName looks at the name as called on the base; the bool reports
+// whether Lstat was used.
+func (f *Fs) statByName(c *call) (fs.FileInfo, bool, error) {
+	a := absAt(c.name, c.cwd)
 	switch {
+	case c.follow:
+		fi, err := f.base.Stat(a)
+		return fi, false, f.renameErr(err, c.opName, c.name)
 	case f.isOS:
 		fi, err := os.Lstat(a)
-		return fi, true, f.renameErr(err, "lstat", name)
+		return fi, true, f.renameErr(err, c.opName, c.name)
 	case f.lst != nil:
 		fi, ok, err := f.lst.LstatIfPossible(a)
-		return fi, ok, f.renameErr(err, "lstat", name)
+		return fi, ok, f.renameErr(err, c.opName, c.name)
 	}
 	fi, err := f.base.Stat(a)
-	return fi, false, f.renameErr(err, "lstat", name)
+	return fi, false, f.renameErr(err, c.opName, c.name)
 }
 
 // ReadlinkIfPossible returns the target of the symbolic link name.
@@ -241,25 +331,21 @@ func (f *Fs) ReadlinkIfPossible(name string) (string, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	c := f.newCall(policy.OpRead, "readlink", name)
 	if err := badName("readlink", name); err != nil {
 		return "", err
 	}
-	var a string
-	if f.off() {
-		if err := f.offErr("readlink", name); err != nil {
+	if off, err := f.offGate(c); err != nil {
+		return "", err
+	} else if !off && !f.quietRead() {
+		if err := f.locate(c, pinNone); err != nil {
 			return "", err
 		}
-		a = f.abs(name)
-	} else if f.quietRead() {
-		a = f.abs(name)
-	} else {
-		_, cwd, err := f.single(policy.OpRead, "readlink", name, false, false, 0)
-		if err != nil {
+		if err := f.decide(c); err != nil {
 			return "", err
 		}
-		a = absAt(name, cwd)
 	}
-	s, err := f.readlink(a)
+	s, err := f.readlink(absAt(name, c.cwd))
 	return s, f.renameErr(err, "readlink", name)
 }
 
@@ -268,51 +354,41 @@ func (f *Fs) Mkdir(name string, perm os.FileMode) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
-	if err := badName("mkdir", name); err != nil {
-		return err
-	}
-	if f.off() {
-		if err := f.offErr("mkdir", name); err != nil {
-			return err
-		}
-		return f.renameErr(f.base.Mkdir(f.abs(name), perm), "mkdir", name)
-	}
-	if err, ok := f.mkdirSlashedLink(name); ok {
-		return err
-	}
-	if err, ok := f.fastMkdir(name, f.getwd(), perm); ok {
-		return err
-	}
-	r, _, err := f.single(policy.OpCreate, "mkdir", name, false, false, 0)
-	if err != nil {
-		return err
-	}
-	return f.carryOut(r, "mkdir", name,
-		func(root *os.Root, p string) error { return root.Mkdir(p, perm) },
-		func(p string) error { return f.base.Mkdir(p, perm) })
+	return f.mkdir(f.newCall(policy.OpCreate, "mkdir", name), perm)
 }
 
-// mkdirSlashedLink answers Mkdir of a symbolic link named with a trailing
-// slash ("link/") as the kernel does: mkdir never follows a final link,
-// so the name exists (EEXIST), dangling or not, and nothing is made. The
-// policy is asked about the link first, as for any mkdir. ok is false for
-// any other name.
-func (f *Fs) mkdirSlashedLink(name string) (err error, ok bool) {
-	t := strings.TrimRight(name, "/")
-	if t == name || t == "" {
-		return nil, false
+// mkdir is Mkdir's route. mkdir(2) never follows a final symbolic link,
+// trailing slash or not: a link named "link/" exists (EEXIST, dangling or
+// not) and nothing is made, once the policy was asked about the link.
+func (f *Fs) mkdir(c *call, perm os.FileMode) error {
+	if err := badName("mkdir", c.name); err != nil {
+		return err
 	}
-	r, rerr := f.resolve(t, f.getwd(), false)
-	if rerr != nil {
-		return nil, false
+	if off, err := f.offGate(c); off {
+		if err != nil || !c.acts() {
+			return err
+		}
+		return f.renameErr(f.base.Mkdir(absAt(c.name, c.cwd), perm), "mkdir", c.name)
 	}
-	if fi, lerr := f.lstat(r.path); lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return nil, false
+	if t := trimSlash(c.name); t != c.name {
+		c.rname = t
 	}
-	if _, _, err := f.single(policy.OpCreate, "mkdir", t, false, false, 0); err != nil {
-		return err, true
+	if err := f.locate(c, pinParent); err != nil {
+		return err
 	}
-	return pathErr("mkdir", name, syscall.EEXIST), true
+	defer c.p.release()
+	if err := f.decide(c); err != nil || !c.acts() {
+		return err
+	}
+	switch {
+	case f.slashedLink(c):
+		return c.fail(syscall.EEXIST)
+	case c.p.ok:
+		return c.fail(c.p.mkdir(perm))
+	}
+	return f.carryOut(c,
+		func(root *os.Root, p string) error { return root.Mkdir(p, perm) },
+		func(p string) error { return f.base.Mkdir(p, perm) })
 }
 
 // notDirPrefix names a failed MkdirAll as os.MkdirAll does: the deepest
@@ -343,71 +419,121 @@ func (f *Fs) MkdirAll(name string, perm os.FileMode) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
-	if err := badName("mkdir", name); err != nil {
+	return f.mkdirAll(f.newCall(policy.OpCreate, "mkdir", name), perm)
+}
+
+// mkdirAll is MkdirAll's route. A final symbolic link is followed, and
+// ".." after a missing directory climbs lexically, as os.MkdirAll, which
+// makes the missing directory first, does.
+func (f *Fs) mkdirAll(c *call, perm os.FileMode) error {
+	if err := badName("mkdir", c.name); err != nil {
 		return err
 	}
-	if f.off() {
-		if err := f.offErr("mkdir", name); err != nil {
+	if off, err := f.offGate(c); off {
+		if err != nil || !c.acts() {
 			return err
 		}
-		return f.renameErr(f.base.MkdirAll(f.abs(name), perm), "mkdir", name)
+		return f.renameErr(f.base.MkdirAll(absAt(c.name, c.cwd), perm), "mkdir", c.name)
 	}
-	cwd := f.getwd()
-	ev := &audit.Event{Op: policy.OpCreate, Target: name}
-	r, err := f.resolveLexical(name, cwd, true)
+	c.follow = true
+	r, err := f.resolveLexical(c.name, c.cwd, true, true)
 	if err != nil {
-		derr := f.denyResolve(ev, err)
-		if derr == syscall.ENOTDIR {
-			return pathErr("mkdir", f.notDirPrefix(name, cwd), derr)
+		derr := f.denyResolve(c, err)
+		if errors.Is(derr, syscall.ENOTDIR) {
+			return pathErr("mkdir", f.notDirPrefix(c.name, c.cwd), syscall.ENOTDIR)
 		}
-		return pathErr("mkdir", name, derr)
+		return derr
 	}
-	ev.Resolved = r.path
+	c.r = r
+	c.ev.Resolved = r.path
+	dirs := f.mkdirAllDirs(c)
 	var req multiReq
-	if r.info == nil {
-		for p := r.path; p != "/"; p = parentOf(p) {
-			if _, err := f.lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
-				break
-			}
-			req = append(req, pathReq{op: policy.OpCreate, path: p, cwd: cwd})
-		}
+	for _, d := range dirs {
+		req = append(req, pathReq{op: policy.OpCreate, path: d, cwd: c.cwd})
 	}
 	if len(req) == 0 {
 		// Nothing to create: a read of the existing entry, as os.MkdirAll
 		// only stats it.
-		ev.Op = policy.OpRead
-		ev.Detail = "MkdirAll of an existing entry"
-		if err := f.check(ev, &pathReq{op: policy.OpRead, path: r.path, cwd: cwd}); err != nil {
-			return pathErr("mkdir", name, err)
-		}
+		c.ev.Op = policy.OpRead
+		c.ev.Detail = "MkdirAll of an existing entry"
+		req = multiReq{{op: policy.OpRead, path: r.path, cwd: c.cwd}}
+	}
+	if err := f.carry(c, req, f.ask(req)); err != nil || !c.acts() {
+		return err
+	}
+	if len(dirs) == 0 {
 		fi, err := f.base.Stat(r.path)
 		if err != nil {
-			return f.renameErr(err, "mkdir", name)
+			return f.renameErr(err, "mkdir", c.name)
 		}
 		if !fi.IsDir() {
-			return pathErr("mkdir", name, syscall.ENOTDIR)
+			return pathErr("mkdir", c.name, syscall.ENOTDIR)
 		}
 		return nil
 	}
-	// Outermost first, so a denial names the first directory that would
-	// have been made.
-	for i, j := 0, len(req)-1; i < j; i, j = i+1, j-1 {
-		req[i], req[j] = req[j], req[i]
-	}
-	if err := f.check(ev, req); err != nil {
-		return pathErr("mkdir", name, err)
-	}
-	if r.path != filepath.Clean(absAt(name, cwd)) {
+	if r.path != filepath.Clean(absAt(c.name, c.cwd)) {
 		// Allowed, and a symbolic link on the way: os.MkdirAll stops at
 		// one that points at nothing ("mkdir P: file exists") instead of
 		// making its target. Nothing is created.
-		if p, ok := f.danglingPrefix(name, cwd); ok {
+		if p, ok := f.danglingPrefix(c.name, c.cwd); ok {
 			return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.EEXIST}
 		}
 	}
-	return f.carryOut(r, "mkdir", name,
-		func(root *os.Root, p string) error { return root.MkdirAll(p, perm) },
-		func(p string) error { return f.base.MkdirAll(p, perm) })
+	// The deepest directory makes its missing parents; a name with ".."
+	// makes each of its directories in turn.
+	if !strings.Contains(c.name, "..") {
+		dirs = dirs[len(dirs)-1:]
+	}
+	for _, d := range dirs {
+		if err := f.carryOutAt(resolved{path: d}, "mkdir", c.name,
+			func(root *os.Root, p string) error { return root.MkdirAll(p, perm) },
+			func(p string) error { return f.base.MkdirAll(p, perm) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mkdirAllDirs lists the directories MkdirAll of c's name would make,
+// outermost first: the missing ancestors of where it resolved. A name
+// with ".." is split as os.MkdirAll splits it, which makes each leading
+// part in turn: "x/missing/../y" makes x/missing, then x/y.
+func (f *Fs) mkdirAllDirs(c *call) []string {
+	var dirs []string
+	missing := func(p string) bool {
+		_, err := f.lstat(p)
+		return err != nil && errors.Is(err, fs.ErrNotExist)
+	}
+	if !strings.Contains(c.name, "..") {
+		if c.r.info != nil {
+			return nil
+		}
+		for p := c.r.path; p != "/" && missing(p); p = parentOf(p) {
+			dirs = append(dirs, p)
+		}
+		for i, j := 0, len(dirs)-1; i < j; i, j = i+1, j-1 {
+			dirs[i], dirs[j] = dirs[j], dirs[i]
+		}
+		return dirs
+	}
+	name := c.name
+	for i := 1; i <= len(name); i++ {
+		if i < len(name) && name[i] != '/' {
+			continue
+		}
+		pre := name[:i]
+		if strings.HasSuffix(pre, "/") {
+			continue
+		}
+		if b := baseName(pre); b == "." || b == ".." {
+			continue
+		}
+		r, err := f.resolveLexical(pre, c.cwd, true, true)
+		if err == nil && missing(r.path) && !slices.Contains(dirs, r.path) {
+			dirs = append(dirs, r.path)
+		}
+	}
+	return dirs
 }
 
 // Remove removes the entry name itself (a final symbolic link is removed,
@@ -416,26 +542,40 @@ func (f *Fs) Remove(name string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
-	if err := badName("remove", name); err != nil {
+	return f.remove(f.newCall(policy.OpDelete, "remove", name))
+}
+
+// remove is Remove's route. rmdir(2) does not follow a final symbolic
+// link either: a link named "link/" is not a directory (ENOTDIR, dangling
+// or not) and nothing is removed, once the policy was asked about the
+// link.
+func (f *Fs) remove(c *call) error {
+	if err := badName("remove", c.name); err != nil {
 		return err
 	}
-	if f.off() {
-		if err := f.offErr("remove", name); err != nil {
+	if off, err := f.offGate(c); off {
+		if err != nil || !c.acts() {
 			return err
 		}
-		return f.renameErr(f.base.Remove(f.abs(name)), "remove", name)
+		return f.renameErr(f.base.Remove(absAt(c.name, c.cwd)), "remove", c.name)
 	}
-	if err, ok := f.removeSlashedLink(name); ok {
+	if t := trimSlash(c.name); t != c.name {
+		c.rname = t
+	}
+	if err := f.locate(c, pinParent); err != nil {
 		return err
 	}
-	if err, ok := f.fastRemove(name, f.getwd()); ok {
+	defer c.p.release()
+	if err := f.decide(c); err != nil || !c.acts() {
 		return err
 	}
-	r, _, err := f.single(policy.OpDelete, "remove", name, false, false, 0)
-	if err != nil {
-		return err
+	switch {
+	case f.slashedLink(c):
+		return c.fail(syscall.ENOTDIR)
+	case c.p.ok:
+		return c.fail(c.p.remove())
 	}
-	return f.carryOut(r, "remove", name, (*os.Root).Remove, f.base.Remove)
+	return f.carryOut(c, (*os.Root).Remove, f.base.Remove)
 }
 
 // danglingPrefix finds, among the leading parts of name that MkdirAll
@@ -471,30 +611,6 @@ func (f *Fs) danglingPrefix(name, cwd string) (string, bool) {
 	return "", false
 }
 
-// removeSlashedLink answers Remove of a symbolic link named with a
-// trailing slash ("link/") as the kernel does: rmdir does not follow the
-// link, which is not a directory (ENOTDIR, dangling or not), so nothing
-// is removed. The policy is asked about
-// the link first, as for any remove. ok is false for any other name.
-func (f *Fs) removeSlashedLink(name string) (err error, ok bool) {
-	t := strings.TrimRight(name, "/")
-	if t == name || t == "" {
-		return nil, false
-	}
-	r, rerr := f.resolve(t, f.getwd(), false)
-	if rerr != nil {
-		return nil, false
-	}
-	fi, lerr := f.lstat(r.path)
-	if lerr != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return nil, false
-	}
-	if _, _, err := f.single(policy.OpDelete, "remove", t, false, false, 0); err != nil {
-		return err, true
-	}
-	return &fs.PathError{Op: "remove", Path: name, Err: syscall.ENOTDIR}, true
-}
-
 // RemoveAll removes name and everything under it. Every entry it would
 // remove is checked first (symbolic links are removed, not followed); if
 // any is denied, nothing is removed.
@@ -502,6 +618,7 @@ func (f *Fs) RemoveAll(name string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	c := f.newCall(policy.OpDelete, "removeall", name)
 	if err := badName("removeall", name); err != nil {
 		// os.RemoveAll answers these its own way: nil for "" (Go issue
 		// 28830), and its unlinkat's EINVAL for a NUL, which no system
@@ -517,44 +634,41 @@ func (f *Fs) RemoveAll(name string) error {
 		}
 		return err
 	}
-	if f.off() {
-		if err := f.offErr("removeall", name); err != nil {
+	if off, err := f.offGate(c); off {
+		if err != nil {
 			return err
 		}
-		return f.renameErr(f.base.RemoveAll(f.abs(name)), "removeall", name)
+		return f.renameErr(f.base.RemoveAll(absAt(name, c.cwd)), "removeall", name)
 	}
-	cwd := f.getwd()
-	ev := &audit.Event{Op: policy.OpDelete, Target: name}
 	// os.RemoveAll removes the last name itself, trailing slashes or not:
 	// "link/" removes the link, never its target's contents.
-	target := name
-	if t := strings.TrimRight(name, "/"); t != "" {
-		target = t
-	}
-	r, err := f.resolve(target, cwd, false)
+	r, err := f.resolve(trimSlash(name), c.cwd, false)
 	if err != nil {
-		derr := f.denyResolve(ev, err)
-		if derr == syscall.ENOENT {
+		derr := f.denyResolve(c, err)
+		if errors.Is(derr, syscall.ENOENT) {
 			return nil // os.RemoveAll of nothing succeeds
 		}
-		return pathErr("removeall", name, derr)
+		return derr
 	}
-	ev.Resolved = r.path
-	req := multiReq{{op: policy.OpDelete, path: r.path, cwd: cwd}}
+	c.r = r
+	c.ev.Resolved = r.path
+	req := multiReq{{op: policy.OpDelete, path: r.path, cwd: c.cwd}}
 	// The tree is only walked when the entry itself may go: a denied entry
 	// (outside the roots, a root itself) is decided alone, and a host that
 	// rescues it approves the whole tree.
-	if f.pureAllows(req) {
+	d := f.ask(req)
+	if d.Allowed {
 		if err := f.walkTree(r.path, func(p string) {
-			req = append(req, pathReq{op: policy.OpDelete, path: p, cwd: cwd})
+			req = append(req, pathReq{op: policy.OpDelete, path: p, cwd: c.cwd})
 		}); err != nil {
 			return f.renameErr(err, "removeall", name)
 		}
+		d = f.ask(req)
 	}
-	if err := f.check(ev, req); err != nil {
-		return pathErr("removeall", name, err)
+	if err := f.carry(c, req, d); err != nil {
+		return err
 	}
-	return f.carryOut(r, "removeall", name, (*os.Root).RemoveAll, f.base.RemoveAll)
+	return f.carryOut(c, (*os.Root).RemoveAll, f.base.RemoveAll)
 }
 
 // walkTree calls fn for every entry below dir, without following symbolic
@@ -600,34 +714,60 @@ func (f *Fs) Rename(oldname, newname string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	c := f.newCall2(policy.OpMove, "rename", oldname, newname)
 	if err := badNames("rename", oldname, newname); err != nil {
 		return err
 	}
-	if f.off() {
-		if err := f.offErr("rename", oldname); err != nil {
-			return f.renameLinkErr(err, "rename", oldname, newname)
+	if off, err := f.offGate(c); off {
+		if err != nil {
+			return err
 		}
-		return f.renameLinkErr(f.base.Rename(f.abs(oldname), f.abs(newname)), "rename", oldname, newname)
+		return f.renameLinkErr(f.base.Rename(absAt(oldname, c.cwd), absAt(newname, c.cwd)), "rename", oldname, newname)
 	}
-	if err, ok := f.fastRename(oldname, newname, f.getwd()); ok {
+	// Resolve once: on the fast route, two entries that are not
+	// directories, both names clean under write roots the policies allow,
+	// pinned by their parents; otherwise both names resolved.
+	po, pn := absAt(oldname, c.cwd), absAt(newname, c.cwd)
+	req := multiReq{{op: policy.OpMove, path: po, cwd: c.cwd}, {op: policy.OpMove, path: pn, cwd: c.cwd}}
+	var d policy.Decision
+	fast := false
+	if f.fastOK(po) && f.fastOK(pn) {
+		if d = f.ask(req); d.Allowed {
+			fast = f.pinRename(c, po, pn)
+		}
+	}
+	if fast {
+		defer c.p.release()
+		defer c.p2.release()
+		c.r, c.r2 = resolved{path: po}, resolved{path: pn}
+		c.ev.Resolved, c.ev.Resolved2 = po, pn
+	} else {
+		if err := f.resolvePair(c, false); err != nil {
+			return err
+		}
+		// The request: both names, and every entry a directory holds at
+		// its old and new place, walked only when the names may move (a
+		// host that rescues a denied move approves the whole tree).
+		req = multiReq{{op: policy.OpMove, path: c.r.path, cwd: c.cwd}, {op: policy.OpMove, path: c.r2.path, cwd: c.cwd}}
+		if d = f.ask(req); d.Allowed {
+			err := f.walkTree(c.r.path, func(p string) {
+				req = append(req,
+					pathReq{op: policy.OpMove, path: p, cwd: c.cwd},
+					pathReq{op: policy.OpMove, path: c.r2.path + p[len(c.r.path):], cwd: c.cwd})
+			})
+			if err != nil {
+				return f.renameLinkErr(err, "rename", oldname, newname)
+			}
+			d = f.ask(req)
+		}
+	}
+	if err := f.carry(c, req, d); err != nil {
 		return err
 	}
-	ro, rn, err := f.pair(policy.OpMove, "rename", oldname, newname, false, func(ro, rn resolved, cwd string) (audit.Request, error) {
-		req := multiReq{{op: policy.OpMove, path: ro.path, cwd: cwd}, {op: policy.OpMove, path: rn.path, cwd: cwd}}
-		if !f.pureAllows(req) {
-			return req, nil // decided on the two names alone, as RemoveAll
-		}
-		err := f.walkTree(ro.path, func(p string) {
-			req = append(req,
-				pathReq{op: policy.OpMove, path: p, cwd: cwd},
-				pathReq{op: policy.OpMove, path: rn.path + p[len(ro.path):], cwd: cwd})
-		})
-		return req, err
-	})
-	if err != nil {
-		return err
+	if fast {
+		return c.fail(rename(&c.p, &c.p2))
 	}
-	err = f.twoNames(ro.path, rn.path,
+	err := f.twoNames(c.r.path, c.r2.path,
 		func(r *os.Root, a, b string) error { return r.Rename(a, b) },
 		func(da int, a string, db int, b string) error { return renameat(da, a, db, b) },
 		func(a, b string) error { return f.base.Rename(a, b) })
@@ -642,28 +782,37 @@ func (f *Fs) Link(oldname, newname string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	c := f.newCall2(policy.OpLink, "link", oldname, newname)
 	if err := badNames("link", oldname, newname); err != nil {
 		return err
 	}
 	if !f.isOS {
 		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: ErrNoHardLink}
 	}
-	if f.off() {
-		if err := f.offErr("link", oldname); err != nil {
-			return f.renameLinkErr(err, "link", oldname, newname)
+	if off, err := f.offGate(c); off {
+		if err != nil {
+			return err
 		}
-		return f.renameLinkErr(os.Link(f.abs(oldname), f.abs(newname)), "link", oldname, newname)
+		return f.renameLinkErr(os.Link(absAt(oldname, c.cwd), absAt(newname, c.cwd)), "link", oldname, newname)
 	}
-	ro, rn, err := f.pair(policy.OpLink, "link", oldname, newname, false, func(ro, rn resolved, cwd string) (audit.Request, error) {
-		return &pairReq{
-			a: pathReq{op: policy.OpLink, path: ro.path, cwd: cwd, nlink: f.nlinkOf(ro)},
-			b: pathReq{op: policy.OpLink, path: rn.path, cwd: cwd},
-		}, nil
-	})
-	if err != nil {
+	if err := f.resolvePair(c, false); err != nil {
 		return err
 	}
-	err = f.twoNames(ro.path, rn.path,
+	req := &pairReq{
+		a: pathReq{op: policy.OpLink, path: c.r.path, cwd: c.cwd},
+		b: pathReq{op: policy.OpLink, path: c.r2.path, cwd: c.cwd},
+	}
+	d := f.ask(req)
+	if d.Allowed {
+		// The hard-link rule, asked only once the policies allowed.
+		if req.a.nlink = f.nlinkAt(c.r); req.a.nlink > 1 {
+			d = policy.Deny(policy.TierHard, RuleMultiLink, detailMultiLink)
+		}
+	}
+	if err := f.carry(c, req, d); err != nil {
+		return err
+	}
+	err := f.twoNames(c.r.path, c.r2.path,
 		func(r *os.Root, a, b string) error { return r.Link(a, b) },
 		func(da int, a string, db int, b string) error { return linkat(da, a, db, b) },
 		os.Link)
@@ -673,37 +822,30 @@ func (f *Fs) Link(oldname, newname string) error {
 // ErrNoHardLink is returned by Link on a base that has no hard links.
 var ErrNoHardLink = errors.New("hard links are not supported by this filesystem")
 
-// pair resolves both names of a two-name operation and runs the pipeline
-// with the request build makes.
-func (f *Fs) pair(op policy.Op, opName, oldname, newname string, followOld bool,
-	build func(ro, rn resolved, cwd string) (audit.Request, error)) (resolved, resolved, error) {
-	cwd := f.getwd()
-	ev := &audit.Event{Op: op, Target: oldname, Target2: newname}
-	ro, err := f.resolve(oldname, cwd, followOld)
+// resolvePair resolves both names of a two-name call (the new name's
+// final link never followed) into c.r and c.r2. A name with a trailing
+// "/" that is not a directory fails as the kernel fails it.
+func (f *Fs) resolvePair(c *call, followOld bool) error {
+	ro, err := f.resolve(c.name, c.cwd, followOld)
 	if err != nil {
-		return ro, ro, f.renameLinkErr(f.denyResolve(ev, err), opName, oldname, newname)
+		return f.renameLinkErr(f.denyResolve(c, err), c.opName, c.name, c.name2)
 	}
-	ev.Resolved = ro.path
-	rn, err := f.resolve(newname, cwd, false)
+	c.r = ro
+	c.ev.Resolved = ro.path
+	rn, err := f.resolve(c.name2, c.cwd, false)
 	if err != nil {
-		return ro, rn, f.renameLinkErr(f.denyResolve(ev, err), opName, oldname, newname)
+		return f.renameLinkErr(f.denyResolve(c, err), c.opName, c.name, c.name2)
 	}
-	ev.Resolved2 = rn.path
+	c.r2 = rn
+	c.ev.Resolved2 = rn.path
 	for _, r := range []resolved{ro, rn} {
 		if r.slash {
 			if fi, err := f.base.Stat(r.path); err == nil && !fi.IsDir() {
-				return ro, rn, &os.LinkError{Op: opName, Old: oldname, New: newname, Err: syscall.ENOTDIR}
+				return c.fail(syscall.ENOTDIR)
 			}
 		}
 	}
-	req, err := build(ro, rn, cwd)
-	if err != nil {
-		return ro, rn, f.renameLinkErr(err, opName, oldname, newname)
-	}
-	if err := f.check(ev, req); err != nil {
-		return ro, rn, &os.LinkError{Op: opName, Old: oldname, New: newname, Err: err}
-	}
-	return ro, rn, nil
+	return nil
 }
 
 // twoNames carries out a two-name mutation: through one os.Root when a
@@ -753,40 +895,38 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	c := f.newCall2(policy.OpLink, "symlink", oldname, newname)
 	if err := badNames("symlink", oldname, newname); err != nil {
 		return err
 	}
 	if f.ln == nil && !f.isOS {
 		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: afero.ErrNoSymlink}
 	}
-	if f.off() {
-		if err := f.offErr("symlink", newname); err != nil {
-			return f.renameLinkErr(err, "symlink", oldname, newname)
+	if off, err := f.offGate(c); off {
+		if err != nil {
+			return err
 		}
-		return f.renameLinkErr(f.ln.SymlinkIfPossible(oldname, f.abs(newname)), "symlink", oldname, newname)
+		return f.renameLinkErr(f.ln.SymlinkIfPossible(oldname, absAt(newname, c.cwd)), "symlink", oldname, newname)
 	}
-	cwd := f.getwd()
-	ev := &audit.Event{Op: policy.OpLink, Target: oldname, Target2: newname}
-	rn, err := f.resolve(newname, cwd, false)
+	rn, err := f.resolve(newname, c.cwd, false)
 	if err != nil {
-		return f.renameLinkErr(f.denyResolve(ev, err), "symlink", oldname, newname)
+		return f.renameLinkErr(f.denyResolve(c, err), "symlink", oldname, newname)
 	}
-	ev.Resolved2 = rn.path
-	newReq := pathReq{op: policy.OpLink, path: rn.path, cwd: cwd}
+	c.r2 = rn
+	c.ev.Resolved2 = rn.path
+	newReq := pathReq{op: policy.OpLink, path: rn.path, cwd: c.cwd}
 	var req audit.Request = &newReq
 	if !f.opts.symlinkAnywhere {
-		if oldname == "" {
-			return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: syscall.ENOENT}
-		}
 		rt, err := f.resolve(oldname, parentOf(rn.path), true)
 		if err != nil {
-			return f.renameLinkErr(f.denyResolve(ev, err), "symlink", oldname, newname)
+			return f.renameLinkErr(f.denyResolve(c, err), "symlink", oldname, newname)
 		}
-		ev.Resolved = rt.path
-		req = &pairReq{a: newReq, b: pathReq{op: policy.OpLink, path: rt.path, cwd: cwd, detail: detailSymlinkTarget}}
+		c.r = rt
+		c.ev.Resolved = rt.path
+		req = &pairReq{a: newReq, b: pathReq{op: policy.OpLink, path: rt.path, cwd: c.cwd, detail: detailSymlinkTarget}}
 	}
-	if err := f.check(ev, req); err != nil {
-		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: err}
+	if err := f.carry(c, req, f.ask(req)); err != nil {
+		return err
 	}
 	root, rp, ok, err := f.inRoot(rn.path)
 	switch {
@@ -803,59 +943,54 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 
 // Chmod changes the mode of where name resolves: an attr change.
 func (f *Fs) Chmod(name string, mode os.FileMode) error {
-	return f.attr("chmod", name,
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	return f.attr(f.newCall(policy.OpAttr, "chmod", name),
 		func(r *os.Root, p string) error { return r.Chmod(p, mode) },
 		func(p string) error { return f.base.Chmod(p, mode) })
 }
 
 // Chown changes the owner of where name resolves: an attr change.
 func (f *Fs) Chown(name string, uid, gid int) error {
-	return f.attr("chown", name,
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	return f.attr(f.newCall(policy.OpAttr, "chown", name),
 		func(r *os.Root, p string) error { return r.Chown(p, uid, gid) },
 		func(p string) error { return f.base.Chown(p, uid, gid) })
 }
 
 // Chtimes changes the times of where name resolves: an attr change.
 func (f *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	return f.attr("chtimes", name,
+	if f.scope.Begin() == nil {
+		defer f.scope.End()
+	}
+	return f.attr(f.newCall(policy.OpAttr, "chtimes", name),
 		func(r *os.Root, p string) error { return r.Chtimes(p, atime, mtime) },
 		func(p string) error { return f.base.Chtimes(p, atime, mtime) })
 }
 
-func (f *Fs) attr(opName, name string, inRoot func(*os.Root, string) error, onBase func(string) error) error {
-	if f.scope.Begin() == nil {
-		defer f.scope.End()
-	}
-	if err := badName(opName, name); err != nil {
+// attr is the route of the attribute changes: the final link followed,
+// the hard-link rule applied, the act through the write root's os.Root.
+func (f *Fs) attr(c *call, inRoot func(*os.Root, string) error, onBase func(string) error) error {
+	if err := badName(c.opName, c.name); err != nil {
 		return err
 	}
-	if f.off() {
-		if err := f.offErr(opName, name); err != nil {
+	if off, err := f.offGate(c); off {
+		if err != nil || !c.acts() {
 			return err
 		}
-		return f.renameErr(onBase(f.abs(name)), opName, name)
+		return f.renameErr(onBase(absAt(c.name, c.cwd)), c.opName, c.name)
 	}
-	r, _, err := f.single(policy.OpAttr, opName, name, true, true, 0)
-	if err != nil {
+	c.follow, c.linkRule = true, true
+	if err := f.locate(c, pinNone); err != nil {
 		return err
 	}
-	return f.carryOut(r, opName, name, inRoot, onBase)
-}
-
-// carryOut performs an allowed mutation of r: through the os.Root of the
-// deepest write root holding it (path relative to that root), or on the
-// base with the resolved path when no root does (a call a host callback or
-// Warn mode let through). Errors carry the caller's name.
-func (f *Fs) carryOut(r resolved, opName, name string, inRoot func(*os.Root, string) error, onBase func(string) error) error {
-	root, rp, ok, err := f.inRootR(r)
-	switch {
-	case err != nil:
-	case ok:
-		err = inRoot(root, rp)
-	default:
-		err = onBase(r.target())
+	if err := f.decide(c); err != nil || !c.acts() {
+		return err
 	}
-	return f.renameErr(err, opName, name)
+	return f.carryOut(c, inRoot, onBase)
 }
 
 // Chdir changes the handle's working directory (not the process's): a
@@ -864,25 +999,33 @@ func (f *Fs) Chdir(dir string) error {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
-	if err := badName("chdir", dir); err != nil {
+	return f.chdir(f.newCall(policy.OpChdir, "chdir", dir))
+}
+
+// chdir is Chdir's route. In Off mode the decision passes (after the
+// scope rules); the destination is still resolved and must be a directory.
+func (f *Fs) chdir(c *call) error {
+	if err := badName("chdir", c.name); err != nil {
 		return err
 	}
-	// In Off mode check passes (after the scope rules); the destination is
-	// still resolved and must be a directory.
-	r, _, err := f.single(policy.OpChdir, "chdir", dir, true, false, 0)
-	if err != nil {
+	c.follow = true
+	if err := f.locate(c, pinNone); err != nil {
 		return err
 	}
-	fi := r.info
+	if err := f.decide(c); err != nil || !c.acts() {
+		return err
+	}
+	fi := c.r.info
 	if fi == nil || fi.Mode()&fs.ModeSymlink != 0 {
-		if fi, err = f.base.Stat(r.path); err != nil {
-			return f.renameErr(err, "chdir", dir)
+		var err error
+		if fi, err = f.base.Stat(c.r.path); err != nil {
+			return f.renameErr(err, "chdir", c.name)
 		}
 	}
 	if !fi.IsDir() {
-		return pathErr("chdir", dir, syscall.ENOTDIR)
+		return c.fail(syscall.ENOTDIR)
 	}
-	p := r.path
+	p := c.r.path
 	f.cwd.Store(&p)
 	return nil
 }

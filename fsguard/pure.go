@@ -3,7 +3,6 @@ package fsguard
 import (
 	"sync/atomic"
 
-	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -48,23 +47,6 @@ func (f *Fs) initPure() {
 			f.pure.restrictReadsFree = false
 		}
 	}
-}
-
-// pureAllows reports whether the guard's policy and every restriction
-// allow req, asking no callback.
-func (f *Fs) pureAllows(req audit.Request) bool {
-	if f.scope == nil {
-		return false
-	}
-	if !req.Decide(f.scope.Guard().Policy()).Allowed {
-		return false
-	}
-	for _, p := range f.pure.restrict {
-		if !req.Decide(p).Allowed {
-			return false
-		}
-	}
-	return true
 }
 
 // quietRead reports whether a read may skip resolution and the pipeline:

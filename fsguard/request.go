@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"syscall"
 
-	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -93,55 +92,6 @@ func resolveDetail(err error) string {
 		return re.Err.Error()
 	}
 	return err.Error()
-}
-
-// denyResolve handles a name that could not be resolved. The call is never
-// carried out. When the failure is the kernel's own answer for the same
-// name (a file used as a directory, a symbolic-link loop, a permission
-// error while walking), that error is returned as the kernel would, so
-// callers such as MkdirAll and Walk behave as on the raw filesystem; any
-// other failure runs the pipeline with an invalid-tier denial, so it is
-// recorded and reaches the callbacks like every denial.
-func (f *Fs) denyResolve(ev *audit.Event, err error) error {
-	if serr := f.scope.ErrFor(aferoHelpers...); serr != nil {
-		return serr // no scope, or a released one, comes first
-	}
-	switch {
-	case errors.Is(err, policy.ErrNotDir):
-		return syscall.ENOTDIR
-	case errors.Is(err, policy.ErrTooManyLinks):
-		return syscall.ELOOP
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno
-	}
-	return f.check(ev, failReq{detail: resolveDetail(err)})
-}
-
-// nlinkOf returns the hard-link count of a regular file, 0 for anything
-// else or when the handle does not enforce the rule.
-func (f *Fs) nlinkOf(r resolved) uint64 {
-	if f.opts.multiLinkWrites {
-		return 0
-	}
-	if r.missing {
-		return 0
-	}
-	fi := r.info
-	if fi == nil {
-		var err error
-		if fi, err = f.lstat(r.path); err != nil {
-			return 0
-		}
-	}
-	if !fi.Mode().IsRegular() {
-		return 0
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 0
 }
 
 func pathErr(op, name string, err error) error {
