@@ -86,6 +86,11 @@ func TestFidelity(t *testing.T) {
 			return fsys.Chown(at(name), os.Getuid(), os.Getgid())
 		}
 	}
+	// chownTo gives name to another user (it works for real when the
+	// tests run as root; otherwise both sides answer EPERM).
+	chownTo := func(name string) call {
+		return func(fsys afero.Fs, at func(string) string) error { return fsys.Chown(at(name), 4242, 4343) }
+	}
 	symlink := func(target, name string) call {
 		return func(fsys afero.Fs, at func(string) string) error {
 			return fsys.(afero.Linker).SymlinkIfPossible(target, at(name))
@@ -173,6 +178,25 @@ func TestFidelity(t *testing.T) {
 		"Symlink nul target":           symlink("a\x00b", "s"),
 		"Link nul":                     link("file", "a\x00b"),
 		"RemoveAll sub/missing/../sub": removeAll("sub/missing/../sub"),
+		"MkdirAll sub/missing/../y":    mkdirAll("sub/missing/../y"),
+		"MkdirAll missing/../y/z":      mkdirAll("missing/../y/z"),
+		"MkdirAll a/b/../../sub/c":     mkdirAll("a/b/../../sub/c"),
+		"MkdirAll sub/missing/../../":  mkdirAll("sub/missing/../../"),
+		"Chown file to another user":   chownTo("file"),
+		"Chown flink to another user":  chownTo("flink"),
+		"Chown link/ to another user":  chownTo("link/"),
+		"Chown dangling to another":    chownTo("dangling"),
+		"Link file/":                   link("file/", "h"),
+		"Link to h/":                   link("file", "h/"),
+		"Link flink/":                  link("flink/", "h"),
+		"Link link/":                   link("link/", "h"),
+		"Link to sub/":                 link("file", "sub/"),
+		"Link to dangling/":            link("file", "dangling/"),
+		"Symlink at s/":                symlink("file", "s/"),
+		"Symlink at sub/":              symlink("file", "sub/"),
+		"Symlink at link/":             symlink("file", "link/"),
+		"Symlink at dangling/":         symlink("file", "dangling/"),
+		"Symlink to sub/":              symlink("sub/", "s"),
 	}
 	empty := map[string]call{
 		"Open empty":      func(fsys afero.Fs, _ func(string) string) error { _, err := fsys.Open(""); return err },

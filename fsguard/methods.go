@@ -812,6 +812,9 @@ func (f *Fs) Link(oldname, newname string) error {
 	if err := f.carry(c, req, d); err != nil {
 		return err
 	}
+	if err := f.slashedNew(c); err != nil {
+		return err
+	}
 	err := f.twoNames(c.r.path, c.r2.path,
 		func(r *os.Root, a, b string) error { return r.Link(a, b) },
 		func(da int, a string, db int, b string) error { return linkat(da, a, db, b) },
@@ -821,6 +824,21 @@ func (f *Fs) Link(oldname, newname string) error {
 
 // ErrNoHardLink is returned by Link on a base that has no hard links.
 var ErrNoHardLink = errors.New("hard links are not supported by this filesystem")
+
+// slashedNew answers a link or symlink whose new name ends in "/" as the
+// kernel does, once the guard allowed it: a name is only created as a
+// directory, so what exists there (a dangling link included) is EEXIST
+// and a missing name ENOENT; nothing is made either way.
+func (f *Fs) slashedNew(c *call) error {
+	t := trimSlash(c.name2)
+	if t == c.name2 {
+		return nil
+	}
+	if _, err := f.lstat(absAt(t, c.cwd)); err == nil {
+		return c.fail(syscall.EEXIST)
+	}
+	return c.fail(syscall.ENOENT)
+}
 
 // resolvePair resolves both names of a two-name call (the new name's
 // final link never followed) into c.r and c.r2. A name with a trailing
@@ -926,6 +944,9 @@ func (f *Fs) SymlinkIfPossible(oldname, newname string) error {
 		req = &pairReq{a: newReq, b: pathReq{op: policy.OpLink, path: rt.path, cwd: c.cwd, detail: detailSymlinkTarget}}
 	}
 	if err := f.carry(c, req, f.ask(req)); err != nil {
+		return err
+	}
+	if err := f.slashedNew(c); err != nil {
 		return err
 	}
 	root, rp, ok, err := f.inRoot(rn.path)

@@ -198,7 +198,8 @@ func relSnapshot(t *testing.T, dir string) []string {
 		fields := strings.Fields(desc)
 		keep := []string{fields[0]}
 		for _, f := range fields[1:] {
-			if strings.HasPrefix(f, "size=") || strings.HasPrefix(f, "sha=") || f == "->" || !strings.Contains(f, "=") {
+			if strings.HasPrefix(f, "size=") || strings.HasPrefix(f, "sha=") || strings.HasPrefix(f, "uid=") || strings.HasPrefix(f, "gid=") ||
+				f == "->" || !strings.Contains(f, "=") {
 				keep = append(keep, f)
 			}
 		}
