@@ -118,10 +118,10 @@ func (r *refIndex) match(path string) (m match) {
 			prefix, last = path[:ends[t-1]], ends[t-1] == len(path)
 		}
 		if rule := r.write[prefix]; rule != nil {
-			m.write, m.writeExact = rule, last
+			m.write, m.writeRoot, m.writeExact = rule, prefix, last
 		}
 		if rule := r.read[prefix]; rule != nil {
-			m.read = rule
+			m.read, m.readRoot = rule, prefix
 		}
 		hit(r.readDeny[prefix], r.writeDeny[prefix])
 		if t == 0 {
@@ -300,8 +300,8 @@ func checkAgainstRef(t *testing.T, p *Policy, ref *refIndex, spec Spec, path str
 }
 
 func describeMatch(m match) string {
-	return "write=" + m.write.String() + " exact=" + map[bool]string{true: "yes", false: "no"}[m.writeExact] +
-		" read=" + m.read.String() + " readDeny=" + m.readDeny.String() + " writeDeny=" + m.writeDeny.String()
+	return "write=" + m.write.String() + " at " + quote(m.writeRoot) + " exact=" + map[bool]string{true: "yes", false: "no"}[m.writeExact] +
+		" read=" + m.read.String() + " at " + quote(m.readRoot) + " readDeny=" + m.readDeny.String() + " writeDeny=" + m.writeDeny.String()
 }
 
 func requireRefBaseAbsent(t testing.TB) {
