@@ -299,6 +299,30 @@ func checkAgainstRef(t *testing.T, p *Policy, ref *refIndex, spec Spec, path str
 	}
 }
 
+// checkRoot checks Decision.Root against the reference's roots.
+func checkRoot(t *testing.T, p *Policy, ref *refIndex, path string) {
+	t.Helper()
+	const cwd = refBase + "/cwd"
+	want := ref.match(path)
+	for _, op := range []Op{OpWrite, OpRead, OpChdir, OpDelete} {
+		d := p.CheckPath(op, path, cwd)
+		var root string
+		if d.Allowed {
+			switch d.Rule {
+			case want.write:
+				root = want.writeRoot
+			case want.read:
+				root = want.readRoot
+			case p.dot:
+				root = cwd
+			}
+		}
+		if d.Root != root {
+			t.Fatalf("CheckPath(%v, %q).Root = %q, want %q (%+v)", op, path, d.Root, root, d)
+		}
+	}
+}
+
 func describeMatch(m match) string {
 	return "write=" + m.write.String() + " at " + quote(m.writeRoot) + " exact=" + map[bool]string{true: "yes", false: "no"}[m.writeExact] +
 		" read=" + m.read.String() + " at " + quote(m.readRoot) + " readDeny=" + m.readDeny.String() + " writeDeny=" + m.writeDeny.String()
@@ -323,7 +347,9 @@ func TestIndexMatchesReference(t *testing.T) {
 		}
 		ref := newRefIndex(p)
 		for range 200 {
-			checkAgainstRef(t, p, ref, spec, refPath(r))
+			path := refPath(r)
+			checkAgainstRef(t, p, ref, spec, path)
+			checkRoot(t, p, ref, path)
 		}
 	}
 }
