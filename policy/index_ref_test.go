@@ -163,7 +163,7 @@ const refBase = "/zq9"
 var refComponents = []string{
 	"a", "b", "ab", "ba", "A", "aB", ".git", "hooks", "config", ".env", ".env.local",
 	"x.pem", "KEY.PEM", ".pem", "id_rsa", ".bashrc", ".config", "fish", "src", "main.go",
-	"a.b", "b.a", ".a", "a.", "-", "zq9", "proc", "sys",
+	"a.b", "b.a", ".a", "a.", "-", "zq9", "proc", "sys", "Q7", "x-9_Z", "m0", "README.md",
 }
 
 // refComp returns a component other than "." and "..", which clean away.
@@ -246,6 +246,22 @@ func refSpec(r *rand.Rand) Spec {
 	}
 	for range r.IntN(8) {
 		s.Protected = append(s.Protected, entry())
+	}
+	if r.IntN(8) == 0 {
+		// Glob-heavy: enough literals that trie nodes have more edges
+		// than a linear scan handles, over a wider alphabet.
+		const wide = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_"
+		for range 60 + r.IntN(60) {
+			b := make([]byte, 1+r.IntN(4))
+			for i := range b {
+				b[i] = wide[r.IntN(len(wide))]
+			}
+			if r.IntN(2) == 0 {
+				s.Protected = append(s.Protected, "*"+string(b))
+			} else {
+				s.ReadDeny = append(s.ReadDeny, string(b)+"*")
+			}
+		}
 	}
 	s.ReplaceProtected = r.IntN(3) == 0
 	if r.IntN(4) == 0 {
