@@ -19,12 +19,15 @@ import (
 //     (suffix globs): one step per byte the component shares with some
 //     literal, whatever the number of globs or of their lengths.
 //
-// Each component is hashed once, case-folded (ASCII), eight bytes per
-// multiplication, in the same pass that finds the separator ending it. Every
-// hash hit is confirmed by comparing strings (exactly for absolute entries,
-// case-insensitively for names), so neither a hash collision nor case
-// folding can make a rule match a path it does not name; the tries compare
-// bytes as they go.
+// Each component is hashed once, eight bytes per multiplication, in the same
+// pass that finds the separator ending it, with a fold that maps upper-case
+// ASCII letters onto lower-case ones (and a few other pairs of bytes onto
+// each other). Every hash hit is confirmed by comparing strings (exactly for
+// absolute entries, ignoring ASCII case for names), so neither a hash
+// collision nor the fold can make a rule match a path it does not name; the
+// tries compare bytes as they go. Filters in front of the tables (a Bloom
+// filter for one-component names, a byte set for window heads and glob ends,
+// the depths that hold absolute entries) skip most lookups that cannot hit.
 //
 // Precedence, when several entries match (index_ref_test.go checks it
 // against a plain matcher): the deepest write root and the deepest read
@@ -207,6 +210,8 @@ type byteSet [4]uint64
 
 func (b *byteSet) add(c byte)      { b[c>>6] |= 1 << (c & 63) }
 func (b *byteSet) has(c byte) bool { return b[c>>6]&(1<<(c&63)) != 0 }
+
+// foldByte lowers an ASCII upper-case letter, as the names are stored.
 func foldByte(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'
