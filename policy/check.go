@@ -11,7 +11,7 @@ var (
 		Hint: `a handle's working directory is the "." root, so it may only move inside write roots`}
 	ruleNotResolved = &Rule{Kind: KindInvalid, Pattern: "paths are checked after resolution", Source: "builtin"}
 	ruleNoPolicy    = &Rule{Kind: KindInvalid, Pattern: "decisions need a policy", Source: "builtin",
-		Hint: "build the policy with policy.New or load it with policy.Load; a nil *Policy denies everything"}
+		Hint: "build the policy with policy.New or load it with policyfile.Load (package policy/policyfile); a nil *Policy denies everything"}
 )
 
 // denyNoPolicy is every decision of a nil *Policy: a programmer error
