@@ -20,6 +20,8 @@ type Event struct {
 	Argv      []string // exec: the arguments, program first
 	Program   string   // exec: the resolved program
 	Detail    string   // facade-specific detail ("O_WRONLY|O_CREATE", "tcp")
+	// Child: exec, what the kernel will hold the child to (nil otherwise).
+	Child *Child
 	// PassOver lists function-name prefixes whose frames are passed over
 	// like auditguard's own when finding the caller: the helpers of the
 	// interface a facade implements ("github.com/spf13/afero." for

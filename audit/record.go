@@ -82,6 +82,7 @@ type Record struct {
 	Argv      []string
 	Program   string
 	Detail    string
+	Child     *Child // exec: what the kernel holds the child to
 	Outcome   Outcome
 	DecidedBy Decider
 	Rule      string // the deciding rule, rendered
@@ -140,7 +141,7 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by Decider, 
 	rec := Record{
 		Time: time.Now(), ScopeID: ev.ScopeID(), Protocol: ev.Protocol, Op: ev.Op,
 		Target: ev.Target, Target2: ev.Target2, Resolved: ev.Resolved, Resolved2: ev.Resolved2,
-		Argv: ev.Argv, Program: ev.Program, Detail: ev.Detail,
+		Argv: ev.Argv, Program: ev.Program, Detail: ev.Detail, Child: ev.Child,
 		Outcome: out, DecidedBy: by, Tier: ev.Decision.Tier,
 		Caller: FormatFrame(ev.Caller()),
 	}

@@ -11,7 +11,7 @@ var (
 		Hint: `a handle's working directory is the "." root, so it may only move inside write roots`}
 	ruleNotResolved = &Rule{Kind: KindInvalid, Pattern: "paths are checked after resolution", Source: "builtin"}
 	ruleNoPolicy    = &Rule{Kind: KindInvalid, Pattern: "decisions need a policy", Source: "builtin",
-		Hint: "build the policy with policy.New or load it with policy.Load; a nil *Policy denies everything"}
+		Hint: "build the policy with policy.New or load it with policyfile.Load (package policy/policyfile); a nil *Policy denies everything"}
 )
 
 // denyNoPolicy is every decision of a nil *Policy: a programmer error
@@ -23,7 +23,8 @@ const detailIsRoot = "a write root itself cannot be removed or renamed"
 // CheckPath decides op on path, which must be the clean absolute result of
 // Resolve. cwd is the guarded handle's resolved working directory; it is the
 // "." root when the policy has one. CheckPath makes no system calls and does
-// not allocate; its cost grows with the path, not with the policy.
+// not allocate; its cost grows with the path, not with the policy. An
+// allowing decision by a root names the root's directory in Decision.Root.
 func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
 	if p == nil {
 		return denyNoPolicy
@@ -48,10 +49,10 @@ func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
 			return Deny(TierHard, r, detailIsRoot)
 		}
 		if m.write != nil {
-			return Allow(m.write)
+			return allowIn(m.write, m.writeRoot)
 		}
 		if inDot {
-			return Allow(p.dot)
+			return allowIn(p.dot, cwd)
 		}
 		return Deny(TierSoft, ruleNoWriteRoot, "")
 	case op == OpChdir:
@@ -59,10 +60,10 @@ func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
 			return Deny(TierHard, m.readDeny, "")
 		}
 		if m.write != nil {
-			return Allow(m.write)
+			return allowIn(m.write, m.writeRoot)
 		}
 		if inDot {
-			return Allow(p.dot)
+			return allowIn(p.dot, cwd)
 		}
 		return Deny(TierSoft, ruleNoChdirRoot, "")
 	case op == OpRead:
@@ -74,11 +75,11 @@ func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
 		}
 		switch {
 		case m.read != nil:
-			return Allow(m.read)
+			return allowIn(m.read, m.readRoot)
 		case m.write != nil:
-			return Allow(m.write)
+			return allowIn(m.write, m.writeRoot)
 		case inDot:
-			return Allow(p.dot)
+			return allowIn(p.dot, cwd)
 		}
 		return Deny(TierSoft, ruleNoReadRoot, "")
 	}

@@ -137,6 +137,15 @@ type Decision struct {
 	Allowed bool
 	Tier    Tier  // TierNone when Allowed
 	Rule    *Rule // the rule that decided; never nil
+	// Root is the directory of the root that allowed a filesystem call:
+	// for a write or read root, the spelling of it that contains the path
+	// (one of WriteRoots or ReadRoots; the deepest when roots nest), and
+	// for the "." root, the working directory the call was checked with.
+	// It is empty for every other decision, denials included. A facade that
+	// keeps a handle per root (fsguard's os.Root) finds it by this key
+	// instead of scanning the roots; the string is the policy's own (or
+	// the caller's cwd), so carrying it allocates nothing.
+	Root string
 	// Detail is a short phrase refining Rule ("target is a root", or the
 	// opaque part of a script).
 	Detail string
@@ -148,6 +157,9 @@ type Decision struct {
 
 // Allow returns an allowing decision by rule r.
 func Allow(r *Rule) Decision { return Decision{Allowed: true, Rule: r} }
+
+// allowIn returns an allowing decision by the root rule r at directory root.
+func allowIn(r *Rule, root string) Decision { return Decision{Allowed: true, Rule: r, Root: root} }
 
 // Deny returns a denying decision of tier t by rule r.
 func Deny(t Tier, r *Rule, detail string) Decision {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -78,15 +79,9 @@ func (b *indexBuilder) addName(pat string, set func(*nameEntry)) error {
 	}
 	switch {
 	case strings.HasSuffix(lower, "*"):
-		lit := lower[:len(lower)-1]
-		b.ix.prefixLens = insertSorted(b.ix.prefixLens, len(lit))
-		b.ix.prefixFirst.add(lit[0])
-		b.file(&b.globPAt, &b.ix.globPrefix, lit, set)
+		b.file(&b.globPAt, &b.ix.globPrefix, lower[:len(lower)-1], set)
 	case strings.HasPrefix(lower, "*"):
-		lit := lower[1:]
-		b.ix.suffixLens = insertSorted(b.ix.suffixLens, len(lit))
-		b.ix.suffixLast.add(lit[len(lit)-1])
-		b.file(&b.globSAt, &b.ix.globSuffix, lit, set)
+		b.file(&b.globSAt, &b.ix.globSuffix, lower[1:], set)
 	default:
 		return errors.New(`"*" may only open or close a single-component pattern (".env.*", "*.pem")`)
 	}
@@ -106,15 +101,18 @@ func (b *indexBuilder) file(at *map[string]int32, entries *[]nameEntry, text str
 	set(&(*entries)[i])
 }
 
-// finish builds the hash tables from the collected entries.
+// finish builds the hash tables and tries from the collected entries.
 func (b *indexBuilder) finish() {
 	ix := b.ix
 	ix.prefixTable = newHashTable(len(ix.prefixes))
 	for i, e := range ix.prefixes {
-		ix.prefixDepth = max(ix.prefixDepth, strings.Count(strings.TrimSuffix(e.path, "/"), "/"))
+		d := strings.Count(strings.TrimSuffix(e.path, "/"), "/")
+		ix.prefixDepth = max(ix.prefixDepth, d)
+		ix.prefixAt |= depthBit(d)
 		ix.prefixTable.insert(pathHash(e.path), int32(i))
 	}
 	ix.nameTable = newHashTable(len(ix.names))
+	ix.oneNames = newBloom(len(ix.names))
 	for i, e := range ix.names {
 		var hs []uint64
 		for _, c := range strings.Split(e.text, "/") {
@@ -122,23 +120,72 @@ func (b *indexBuilder) finish() {
 		}
 		if len(hs) > 1 {
 			ix.windowHeads.add(byte(hs[0] >> 56))
+		} else {
+			ix.oneNames.add(hs[0])
 		}
 		ix.nameTable.insert(windowHash(hs), int32(i))
 	}
-	ix.globPrefixT = newHashTable(len(ix.globPrefix))
-	for i, e := range ix.globPrefix {
-		ix.globPrefixT.insert(hashFold(e.text), int32(i))
+	ix.prefixTrie = buildTrie(ix.globPrefix, false)
+	ix.suffixTrie = buildTrie(ix.globSuffix, true)
+	mark := func(c byte, bit uint8) {
+		ix.globEnds[c] |= bit
+		if 'a' <= c && c <= 'z' {
+			ix.globEnds[c-'a'+'A'] |= bit
+		}
 	}
-	ix.globSuffixT = newHashTable(len(ix.globSuffix))
-	for i, e := range ix.globSuffix {
-		ix.globSuffixT.insert(hashFold(e.text), int32(i))
+	for _, e := range ix.globPrefix {
+		mark(e.text[0], globStarts)
+	}
+	for _, e := range ix.globSuffix {
+		mark(e.text[len(e.text)-1], globFinishes)
 	}
 }
 
-func insertSorted(s []int, v int) []int {
-	i, found := slices.BinarySearch(s, v)
-	if found {
-		return s
+// buildTrie lays out the literals of entries, read backwards when reverse
+// is set, as a trie with sorted edges.
+func buildTrie(entries []nameEntry, reverse bool) trie {
+	// Grow a trie of maps first, then flatten it breadth first.
+	type node struct {
+		next map[byte]*node
+		e    *nameEntry
 	}
-	return slices.Insert(s, i, v)
+	root := &node{}
+	for i := range entries {
+		e := &entries[i]
+		n := root
+		for k := range len(e.text) {
+			c := e.text[k]
+			if reverse {
+				c = e.text[len(e.text)-1-k]
+			}
+			if n.next == nil {
+				n.next = map[byte]*node{}
+			}
+			if n.next[c] == nil {
+				n.next[c] = &node{}
+			}
+			n = n.next[c]
+		}
+		n.e = e
+	}
+	var t trie
+	queue := []*node{root}
+	t.nodes = append(t.nodes, trieNode{})
+	for q := 0; q < len(queue); q++ {
+		n := queue[q]
+		tn := &t.nodes[q]
+		if n.e != nil {
+			tn.readDeny, tn.writeDeny = n.e.readDeny, n.e.writeDeny
+		}
+		tn.lo = int32(len(t.edgeB))
+		for _, c := range slices.Sorted(maps.Keys(n.next)) {
+			t.edgeB = append(t.edgeB, c)
+			t.edgeN = append(t.edgeN, int32(len(queue)))
+			queue = append(queue, n.next[c])
+			t.nodes = append(t.nodes, trieNode{})
+			tn = &t.nodes[q] // the append may have moved it
+		}
+		tn.hi = int32(len(t.edgeB))
+	}
+	return t
 }

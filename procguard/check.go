@@ -213,7 +213,9 @@ func (c *Cmd) prepareFor(dry bool) *prepared {
 	if pr.req.Plan.Opaque != "" {
 		ev.Detail += "; judged as itself: " + pr.req.Plan.Opaque
 	}
-	ev.Detail += "; " + c.plannedConfinement(pr)
+	text, child := c.plannedConfinement(pr)
+	ev.Detail += "; " + text
+	ev.Child = child
 	pr.decide(c, dry)
 	return pr
 }

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard/landlock"
 )
@@ -27,14 +28,45 @@ const noteProtected = "protected names inside write roots are not kernel-enforce
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 
 // plannedConfinement says, before the decision is recorded, what kernel
-// confinement the child will get. Start fails rather than run with less.
-func (c *Cmd) plannedConfinement(pr *prepared) string {
+// confinement the child will get: as text for the record's detail, and as
+// the facts a host branches on. Start fails rather than run with less.
+func (c *Cmd) plannedConfinement(pr *prepared) (string, *audit.Child) {
 	spec := pr.pol.Exec()
-	if !spec.NoSandbox && sandboxMissing.Load() == nil {
-		// The sandbox holds protected names and read-deny; Landlock the rest.
-		return "sandbox=namespaces, masks, seccomp file calls; " + strings.Replace(c.plannedLandlock(pr), "; "+noteProtected, "", 1)
+	child := &audit.Child{Dir: pr.req.Dir, Network: audit.NetworkHost}
+	text := c.plannedLandlock(pr)
+	if abi, err := landlock.ABI(); err == nil && !spec.NoLandlock {
+		child.Landlock, child.LandlockABI = audit.LandlockExecAllowed, abi
+		if spec.LandlockExecAny {
+			child.Landlock = audit.LandlockExecAny
+		}
+		if spec.DenyNetwork && abi >= 4 {
+			child.Network = audit.NetworkHostNoTCP
+		}
+	} else {
+		child.Note = text
 	}
-	return c.plannedLandlock(pr)
+	if !spec.NoSandbox && sandboxMissing.Load() == nil {
+		child.Sandbox = true
+		switch {
+		case spec.HostNetwork:
+			child.Network = audit.NetworkHost
+		case spec.DenyNetwork:
+			child.Network = audit.NetworkNone
+		default:
+			// As sandboxSpec: allowed loopback ports are forwarded, and
+			// with any net rule egress goes through the proxy.
+			child.Network = audit.NetworkNone
+			if ports, _ := pr.pol.LoopbackPorts(); len(ports) > 0 || pr.pol.NetRuleCount() > 0 {
+				child.Network = audit.NetworkForwarded
+			}
+		}
+		// The sandbox holds protected names and read-deny; Landlock the rest.
+		return "sandbox=namespaces, masks, seccomp file calls; " + strings.Replace(text, "; "+noteProtected, "", 1), child
+	}
+	if why := sandboxMissing.Load(); why != nil && !spec.NoSandbox {
+		child.Note = strings.TrimPrefix(child.Note+"; ", "; ") + "no sandbox: " + *why
+	}
+	return text, child
 }
 
 // withoutProtectedNote drops what Landlock cannot do from a note once the

@@ -5,14 +5,17 @@ package procguard
 import (
 	"errors"
 
+	"github.com/auditguard/auditguard/audit"
+
 	"github.com/auditguard/auditguard/procguard/landlock"
 )
 
-func (c *Cmd) plannedConfinement(pr *prepared) string {
+func (c *Cmd) plannedConfinement(pr *prepared) (string, *audit.Child) {
+	text := "landlock=none (Linux only)"
 	if pr.pol.Exec().NoLandlock {
-		return "landlock=off (policy)"
+		text = "landlock=off (policy)"
 	}
-	return "landlock=none (Linux only)"
+	return text, &audit.Child{Dir: pr.req.Dir, Network: audit.NetworkHost, Note: text}
 }
 
 func withoutProtectedNote(note string) string { return note }

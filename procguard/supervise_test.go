@@ -47,7 +47,10 @@ func TestKillLeavesNoSurvivors(t *testing.T) {
 				c := procguard.CommandContext(ctx, "sh", "-c", script)
 				c.Dir = e.dir
 				if how == "timeout" {
-					c.Timeout = 100 * time.Millisecond
+					// Long enough that the child is still there to be
+					// seen alive below on a loaded machine (100 ms was
+					// not, at load 15 under -race).
+					c.Timeout = 2 * time.Second
 				}
 				in, err := c.StdinPipe()
 				if err != nil {
