@@ -250,9 +250,9 @@ func (p *pin) nlink() (uint64, bool) {
 }
 
 // pinRoot read-holds the handle of the write root holding path (and not
-// being it).
-func (f *Fs) pinRoot(p *pin, path string) bool {
-	dir := f.rootFor(path)
+// being it); root is the one the decision named, when it did.
+func (f *Fs) pinRoot(p *pin, path, root string) bool {
+	dir := f.rootOf(root, path)
 	if dir == "" || dir == path {
 		return false
 	}
@@ -289,7 +289,7 @@ func (f *Fs) pin(c *call, kind pinKind) bool {
 			return false
 		}
 	case pinWrite:
-		if c.flag&(unix.O_PATH|unix.O_TMPFILE) != 0 || !f.pinRoot(p, path) {
+		if c.flag&(unix.O_PATH|unix.O_TMPFILE) != 0 || !f.pinRoot(p, path, c.d.Root) {
 			return false
 		}
 		// Opening an existing file changes nothing; O_CREATE, O_TRUNC
@@ -317,7 +317,7 @@ func (f *Fs) pin(c *call, kind pinKind) bool {
 			return false
 		}
 	case pinParent:
-		if !f.pinRoot(p, path) {
+		if !f.pinRoot(p, path, c.d.Root) {
 			return false
 		}
 		pd, err := openParent(p.h, p.dir, path)
@@ -358,7 +358,7 @@ func (f *Fs) pin(c *call, kind pinKind) bool {
 // through the write root that holds it, else with openat2 from "/". ENOENT
 // means a component is missing, found without meeting a link.
 func (f *Fs) pinParentAnywhere(p *pin, path string) error {
-	if f.pinRoot(p, path) {
+	if f.pinRoot(p, path, "") {
 		pd, err := openParent(p.h, p.dir, path)
 		if err == nil {
 			p.pd = pd
@@ -451,7 +451,7 @@ func (p *pin) mkdir(perm os.FileMode) error {
 // acquired only when it is another one: read locks must not nest (a
 // waiting Close would deadlock them).
 func (f *Fs) pinRename(c *call, po, pn string) bool {
-	if !f.pinRoot(&c.p, po) {
+	if !f.pinRoot(&c.p, po, "") {
 		return false
 	}
 	pdo, err := openParent(c.p.h, c.p.dir, po)
@@ -461,7 +461,7 @@ func (f *Fs) pinRename(c *call, po, pn string) bool {
 	}
 	c.p.pd = pdo
 	if d := f.rootFor(pn); d != c.p.dir {
-		if !f.pinRoot(&c.p2, pn) {
+		if !f.pinRoot(&c.p2, pn, "") {
 			c.p.release()
 			return false
 		}

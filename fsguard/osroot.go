@@ -265,6 +265,19 @@ func (f *Fs) rootFor(paths ...string) string {
 	return best
 }
 
+// rootOf is rootFor(path) for a path a decision allowed: the root the
+// decision named (policy.Decision.Root) when it is a write root holding
+// the path, found without probing, else rootFor's answer.
+func (f *Fs) rootOf(root, path string) string {
+	if root != "" && f.isOS && f.scope != nil && policy.Within(path, root) {
+		s := f.roots.snapshot(f.scope.Guard().Policy())
+		if _, ok := s.roots[root]; ok {
+			return root
+		}
+	}
+	return f.rootFor(path)
+}
+
 // rel makes a resolved path relative to root dir (".", for the root itself).
 func rel(dir, path string) string {
 	if path == dir {
