@@ -79,6 +79,13 @@ func (f *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 	op := policy.OpRead
 	if flag&writeFlags != 0 {
 		op = policy.OpWrite
+	} else if f.quiet(name) {
+		cwd := f.getwd()
+		fl, err := f.base.OpenFile(absAt(name, cwd), flag, 0)
+		if err != nil {
+			return nil, f.renameErr(err, "open", name)
+		}
+		return f.guardFile(named(fl, name), name, absAt(name, cwd))
 	}
 	c := f.newCall(op, "open", name)
 	fl, err := f.open(c, flag, perm)
@@ -118,16 +125,12 @@ func (f *Fs) openByName(c *call, perm os.FileMode) (afero.File, error) {
 	return named(fl, c.name), nil
 }
 
-// openRead is the route of a read-only open. A silent scope whose
-// policies deny no read opens the name as called: the decision cannot
-// depend on it (quietRead). On the fast route the file itself is the
+// openRead is the route of a read-only open (a quiet read, see quiet,
+// never gets here: OpenFile opens the name as called). On the fast route the file itself is the
 // proof, and that descriptor is handed back; in a scope with callbacks it
 // is open while they decide (a denial closes it): opening a FIFO or a
 // device that a callback then refuses has the effect of opening it.
 func (f *Fs) openRead(c *call) (afero.File, error) {
-	if c.acts() && f.quietRead() {
-		return f.openByName(c, 0)
-	}
 	c.follow = c.flag&syscall.O_NOFOLLOW == 0
 	for try := 1; ; try++ {
 		if err := f.locate(c, pinRead); err != nil {
@@ -235,6 +238,10 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
 	}
+	if f.quiet(name) {
+		fi, _, err := f.statByName("stat", name, f.getwd(), true)
+		return fi, err
+	}
 	c := f.newCall(policy.OpRead, "stat", name)
 	c.follow = true
 	fi, _, err := f.stat(c)
@@ -247,6 +254,9 @@ func (f *Fs) Stat(name string) (os.FileInfo, error) {
 func (f *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	if f.scope.Begin() == nil {
 		defer f.scope.End()
+	}
+	if f.quiet(name) {
+		return f.statByName("lstat", name, f.getwd(), false)
 	}
 	return f.stat(f.newCall(policy.OpRead, "lstat", name))
 }
@@ -266,10 +276,7 @@ func (f *Fs) stat(c *call) (fs.FileInfo, bool, error) {
 		if err != nil || !c.acts() {
 			return nil, false, err
 		}
-		return f.statByName(c)
-	}
-	if c.acts() && f.quietRead() {
-		return f.statByName(c)
+		return f.statByName(c.opName, c.name, c.cwd, c.follow)
 	}
 	for try := 1; ; try++ {
 		if err := f.locate(c, pinStat); err != nil {
@@ -287,7 +294,7 @@ func (f *Fs) stat(c *call) (fs.FileInfo, bool, error) {
 			return c.p.stat(), !c.follow, nil
 		}
 		if !f.pinnedRead(c.r.path) || c.r.path == "/" {
-			return f.statByName(c)
+			return f.statByName(c.opName, c.name, c.cwd, c.follow)
 		}
 		info, err := statNoLinks(c.r.path, filepath.Base(c.name))
 		if err == nil && c.follow && info.Mode()&fs.ModeSymlink != 0 {
@@ -309,21 +316,28 @@ func (f *Fs) stat(c *call) (fs.FileInfo, bool, error) {
 
 // statByName looks at the name as called on the base; the bool reports
 // whether Lstat was used.
-func (f *Fs) statByName(c *call) (fs.FileInfo, bool, error) {
-	a := absAt(c.name, c.cwd)
+func (f *Fs) statByName(opName, name, cwd string, follow bool) (fs.FileInfo, bool, error) {
+	a := absAt(name, cwd)
 	switch {
-	case c.follow:
+	case follow:
 		fi, err := f.base.Stat(a)
-		return fi, false, f.renameErr(err, c.opName, c.name)
+		return fi, false, f.renameErr(err, opName, name)
 	case f.isOS:
 		fi, err := os.Lstat(a)
-		return fi, true, f.renameErr(err, c.opName, c.name)
+		return fi, true, f.renameErr(err, opName, name)
 	case f.lst != nil:
 		fi, ok, err := f.lst.LstatIfPossible(a)
-		return fi, ok, f.renameErr(err, c.opName, c.name)
+		return fi, ok, f.renameErr(err, opName, name)
 	}
 	fi, err := f.base.Stat(a)
-	return fi, false, f.renameErr(err, c.opName, c.name)
+	return fi, false, f.renameErr(err, opName, name)
+}
+
+// quiet reports whether a read of name takes route step 1's quiet way
+// (see quietRead): a name a system call can take, in a silent scope whose
+// policies deny no read. Nothing is decided, so no call is built.
+func (f *Fs) quiet(name string) bool {
+	return name != "" && strings.IndexByte(name, 0) < 0 && f.quietRead()
 }
 
 // ReadlinkIfPossible returns the target of the symbolic link name.
