@@ -47,10 +47,12 @@ func isLibraryFrame(f *runtime.Frame, skip []string) bool {
 
 const maxFrames = 32
 
-// pipelineEntry is the frame every guarded call passes through. When a host
-// callback asks for frames, the callback's own frames sit above it; the
-// caller is found below it.
-const pipelineEntry = "github.com/auditguard/auditguard/audit.(*Scope).Check"
+// pipelineEntry is the frame every guarded call passes through: every
+// entry (Check, CheckDecided, Decide, DryRun) runs the pipeline through
+// it. When a host callback asks for frames, the callback's own frames sit
+// above it; the caller is found below it. Were it missed, a denial's
+// caller walk could not stop early and would unwind the whole stack.
+const pipelineEntry = "github.com/auditguard/auditguard/audit.(*Scope).check"
 
 // callerStack returns the frames outside the library that lead to the
 // guarded call: below the pipeline entry when it is on the stack, else below
