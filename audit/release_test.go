@@ -24,6 +24,7 @@ import (
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/fsguard"
+	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/netguard"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
@@ -40,49 +41,15 @@ func countFds(t testing.TB) int {
 	return len(ents)
 }
 
-// liveDescendants lists the processes below this one that are not zombies
-// (a killed child waits, as a zombie, for its Wait; it runs nothing).
+// liveDescendants describes the processes below this one that are not
+// zombies (a killed child waits, as a zombie, for its Wait; it runs
+// nothing): pid and command line.
 func liveDescendants(t testing.TB) []string {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := map[int]int{}
-	state := map[int]string{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid], state[pid] = ppid, f[0]
-	}
-	me := os.Getpid()
 	var out []string
-	for pid := range parent {
-		for p := parent[pid]; p > 1; p = parent[p] {
-			if p == me {
-				if state[pid] != "Z" {
-					cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-					out = append(out, fmt.Sprintf("%d %s %q", pid, state[pid], cmd))
-				}
-				break
-			}
-		}
+	for _, pid := range proctree.Descendants(os.Getpid()) {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, fmt.Sprintf("%d %q", pid, cmd))
 	}
 	return out
 }
