@@ -15,6 +15,8 @@ import (
 // report in its working root) and then too much: it writes outside the
 // roots and into .git/hooks, runs a shell and dials out. Every path and
 // address is computed at run time, so nothing but the kernel can stop it.
+// The address dialed is in TEST-NET-1 (RFC 5737), which no network
+// routes, so even a broken sandbox sends nothing to a real host.
 const overEager = `package main
 
 import (
@@ -40,7 +42,7 @@ func main() {
 	try("write outside", os.WriteFile(filepath.Join(os.Args[2], "pwned"), []byte("x"), 0o644))
 	try("write hook", os.WriteFile(filepath.Join(root, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755))
 	try("exec sh", exec.Command("/bin/sh", "-c", "echo hi").Run())
-	c, err := net.DialTimeout("tcp", "93.184.215.14:80", 2*time.Second)
+	c, err := net.DialTimeout("tcp", "192.0.2.1:80", 2*time.Second)
 	if c != nil {
 		c.Close()
 	}
