@@ -98,7 +98,7 @@ func (e *Event) Caller() runtime.Frame {
 	case !e.callerOK:
 		e.callerOK = true
 		if r := e.recorded; r != nil {
-			e.caller, _ = firstCaller(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), false)
+			e.caller, _ = firstCaller(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), false, false)
 		} else {
 			e.caller = callerOf(e.PassOver)
 		}

@@ -1,9 +1,15 @@
 package audit
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 // TestPipelineEntryNamesTheEntry: the caller walk stops early only at the
@@ -14,4 +20,130 @@ func TestPipelineEntryNamesTheEntry(t *testing.T) {
 	if got != pipelineEntry {
 		t.Fatalf("pipelineEntry = %q, the entry every check runs through is %q", pipelineEntry, got)
 	}
+}
+
+// TestFramePointerWalkProbe: on amd64 the caller walk follows frame
+// pointers; the probe that allows it must pass, and must have exercised a
+// frame with an inlined call (the case the walk's expansion is for).
+func TestFramePointerWalkProbe(t *testing.T) {
+	if !haveFPWalk {
+		t.Skip("no frame-pointer walk on " + runtime.GOARCH + ": runtime.Callers is used")
+	}
+	if !fpWalkOK() {
+		fp, rc, _ := fpProbeOuter()
+		t.Fatalf("the frame-pointer walk disagrees with runtime.Callers:\nfp      %q\nCallers %q", fp, rc)
+	}
+	_, _, pc0 := fpProbeOuter()
+	if pc0 == 0 {
+		t.Fatal("fpCallers found no frame")
+	}
+	f := runtime.FuncForPC(pc0 - 1)
+	outer := reflect.ValueOf(fpProbeOuter).Pointer()
+	if f == nil || f.Entry() != outer || !strings.HasSuffix(f.Name(), ".fpProbeInlined") {
+		t.Skipf("fpProbeInlined was not inlined into fpProbeOuter (built without inlining?): the probe did not test expansion")
+	}
+}
+
+// denier makes a denied call from its own methods, for the shapes below.
+type denier struct{ ctx context.Context }
+
+func (d denier) deny() error { return denyWrite(d.ctx) }
+
+type checker interface{ deny() error }
+
+func denyGeneric[T any](ctx context.Context) error { return denyWrite(ctx) }
+
+func denyInto(ctx context.Context, ch chan<- error) { ch <- denyWrite(ctx) }
+
+// denyWrite asks the pipeline for a write no policy allows. It is in a
+// _test.go file, so it is the caller the walks look for.
+func denyWrite(ctx context.Context) error {
+	return Check(ctx, &Event{Protocol: FS, Op: policy.OpWrite, Target: "/nowhere/f"},
+		&policy.PathRequest{Op: policy.OpWrite, Path: "/nowhere/f"})
+}
+
+// TestCallerWalksAgree: a denial names the same caller whether the stack
+// is walked by frame pointers or by runtime.Callers, whatever the shape of
+// the call: through an interface, a compiler-made method wrapper, a method
+// value, a generic function, a goroutine, a deferred call.
+func TestCallerWalksAgree(t *testing.T) {
+	if !haveFPWalk || !fpWalkOK() {
+		t.Skip("the caller walk uses runtime.Callers here: nothing to compare")
+	}
+	ctx := enter(t, newGuard(t, newPolicy(t, policy.Spec{})))
+	viaChan := func(start func(chan<- error)) error {
+		ch := make(chan error, 1)
+		start(ch)
+		return <-ch
+	}
+	shapes := []struct {
+		name string
+		call func() error
+	}{
+		{"direct", func() error {
+			return Check(ctx, &Event{Protocol: FS, Op: policy.OpWrite, Target: "/nowhere/f"},
+				&policy.PathRequest{Op: policy.OpWrite, Path: "/nowhere/f"})
+		}},
+		{"helper", func() error { return denyWrite(ctx) }},
+		{"interface", func() error { var c checker = denier{ctx}; return c.deny() }},
+		{"pointer wrapper", func() error { var c checker = &denier{ctx}; return c.deny() }},
+		{"method value", func() error { f := denier{ctx}.deny; return f() }},
+		{"generic", func() error { return denyGeneric[int](ctx) }},
+		{"goroutine", func() error { return viaChan(func(ch chan<- error) { go func() { ch <- denyWrite(ctx) }() }) }},
+		{"go statement", func() error { return viaChan(func(ch chan<- error) { go denyInto(ctx, ch) }) }},
+		{"deferred closure", func() (err error) {
+			defer func() { err = denyWrite(ctx) }()
+			return nil
+		}},
+		{"deferred call", func() error {
+			return viaChan(func(ch chan<- error) { defer denyInto(ctx, ch) })
+		}},
+	}
+	callerOfDenial := func(t *testing.T, call func() error) runtime.Frame {
+		var de *DenyError
+		if err := call(); !errors.As(err, &de) {
+			t.Fatalf("err = %v, want a denial", err)
+		}
+		return de.Caller
+	}
+	for _, s := range shapes {
+		t.Run(s.name, func(t *testing.T) {
+			fp := callerOfDenial(t, s.call)
+			fpWalkOK = func() bool { return false }
+			rc := callerOfDenial(t, s.call)
+			fpWalkOK = func() bool { return true }
+			if fp.Function == "" || fp.Function != rc.Function || fp.File != rc.File || fp.Line != rc.Line {
+				t.Fatalf("caller by frame pointers %s (%s), by runtime.Callers %s (%s)",
+					FormatFrame(fp), fp.Function, FormatFrame(rc), rc.Function)
+			}
+		})
+	}
+
+	// A go statement on the library itself: no caller's frame is on the
+	// goroutine's stack, only the wrapper the compiler made for the
+	// statement, which runtime.Callers leaves out.
+	t.Run("go statement on the library", func(t *testing.T) {
+		rec := NewRecorder()
+		ctx := enter(t, newGuard(t, newPolicy(t, policy.Spec{}), WithRecorder(rec)))
+		// The record is the only trace of the call: wait for it.
+		callers := func() string {
+			n := len(rec.Records())
+			go Check(ctx, &Event{Protocol: FS, Op: policy.OpWrite, Target: "/nowhere/f"},
+				&policy.PathRequest{Op: policy.OpWrite, Path: "/nowhere/f"})
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				if r := rec.Records(); len(r) > n {
+					return r[n].Caller
+				}
+			}
+			t.Fatal("the denial was never recorded")
+			return ""
+		}
+		fp := callers()
+		fpWalkOK = func() bool { return false }
+		rc := callers()
+		fpWalkOK = func() bool { return true }
+		if fp != rc {
+			t.Fatalf("caller by frame pointers %q, by runtime.Callers %q", fp, rc)
+		}
+	})
 }

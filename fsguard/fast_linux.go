@@ -62,7 +62,7 @@ func closeDirFd(fd int) {
 func openat2(dirfd int, name string, flag int, mode uint32) (int, error) {
 	how := unix.OpenHow{Flags: uint64(flag), Mode: uint64(mode), Resolve: beneath}
 	for {
-		fd, err := unix.Openat2(dirfd, name, &how)
+		fd, err := sysOpenat2(dirfd, name, &how)
 		if err != unix.EINTR && err != unix.EAGAIN {
 			return fd, err
 		}
@@ -111,7 +111,7 @@ func fastResolve(p string, follow bool) bool {
 	}
 	how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	for {
-		fd, err := unix.Openat2(unix.AT_FDCWD, target, &how)
+		fd, err := sysOpenat2(unix.AT_FDCWD, target, &how)
 		switch {
 		case err == nil:
 			unix.Close(fd)
@@ -134,7 +134,7 @@ const noLinks = unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 func openat2How(dirfd int, name string, flag int, mode uint32, resolve uint64) (int, error) {
 	how := unix.OpenHow{Flags: uint64(flag), Mode: uint64(mode), Resolve: resolve}
 	for {
-		fd, err := unix.Openat2(dirfd, name, &how)
+		fd, err := sysOpenat2(dirfd, name, &how)
 		if err != unix.EINTR && err != unix.EAGAIN {
 			return fd, err
 		}

@@ -69,12 +69,13 @@ type call struct {
 	linkRule bool   // the hard-link rule applies when the policies allow
 	flag     int    // open flags
 
-	ev audit.Event
-	r  resolved // where name lands (r2: name2)
-	r2 resolved
-	d  policy.Decision // the pure decision on r, made while resolving
-	p  pin             // what the fast route's proof holds for the act (p2: for name2)
-	p2 pin
+	ev  audit.Event
+	r   resolved // where name lands (r2: name2)
+	r2  resolved
+	d   policy.Decision // the pure decision on r, made while resolving
+	req pathReq         // what decide asks the policies (kept here: no allocation of its own)
+	p   pin             // what the fast route's proof holds for the act (p2: for name2)
+	p2  pin
 
 	dry *Decision // a dry run (Check): the answer goes here, nothing acts
 	ran bool      // the pipeline ran (a dry run's answer is its Result)
@@ -218,7 +219,8 @@ func (f *Fs) locate(c *call, kind pinKind) error {
 // decide is step 4 for a one-name call: the pure decision made while
 // resolving, the hard-link rule on top when it applies, then carry.
 func (f *Fs) decide(c *call) error {
-	req := &pathReq{op: c.op, path: c.r.path, cwd: c.cwd}
+	c.req = pathReq{op: c.op, path: c.r.path, cwd: c.cwd}
+	req := &c.req
 	d := c.d
 	if d.Allowed && c.linkRule {
 		if req.nlink = f.nlinkOf(c); req.nlink > 1 {
