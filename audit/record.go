@@ -152,7 +152,10 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by Decider, 
 	if ev.Call != nil {
 		rec.Tool = ev.Call.Name
 	}
-	if err != nil {
+	if err != nil && (g.recorder != nil || g.recordHook != nil) {
+		// The logger does not print the error (the record's fields say
+		// it all); its text, the teaching message, is made only for
+		// those who keep the record.
 		rec.Err = err.Error()
 	}
 	g.emit(ctx, &rec)
