@@ -274,6 +274,12 @@ func fsRows(e *env) ([]*row, error) {
 			}}
 		}),
 	}
+	for _, r := range rows {
+		if r.call == "Stat" {
+			r.sides = append(r.sides, statFloor(e, root))
+		}
+	}
+
 	// A denied create: the guard's whole refusal (resolution, decision,
 	// the error and its record, logged by a text handler into io.Discard)
 	// on a name in a sibling of the write root. The second side has the
