@@ -72,7 +72,7 @@ func (e *Event) Frames() []runtime.Frame {
 	if !e.captured {
 		e.captured = true
 		if r := e.recorded; r != nil {
-			e.frames = callerFrames(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...))
+			e.frames = callerFrames(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), r.physical)
 		} else {
 			e.frames = callerStack(e.PassOver...)
 		}
@@ -98,7 +98,7 @@ func (e *Event) Caller() runtime.Frame {
 	case !e.callerOK:
 		e.callerOK = true
 		if r := e.recorded; r != nil {
-			e.caller, _ = firstCaller(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), false, false)
+			e.caller, _ = firstCaller(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), false, r.physical)
 		} else {
 			e.caller = callerOf(e.PassOver)
 		}

@@ -51,6 +51,20 @@ func (d denier) deny() error { return denyWrite(d.ctx) }
 
 type checker interface{ deny() error }
 
+// callDeny calls c.deny through the interface, out of sight of the
+// compiler's devirtualization, so a method set's wrappers stay on the
+// stack.
+//
+//go:noinline
+func callDeny(c checker) error { return c.deny() }
+
+// promoted has denier's method as its own, through a wrapper the compiler
+// makes; big makes the wrapper copy its receiver rather than jump.
+type promoted struct {
+	big [8]int
+	denier
+}
+
 func denyGeneric[T any](ctx context.Context) error { return denyWrite(ctx) }
 
 func denyInto(ctx context.Context, ch chan<- error) { ch <- denyWrite(ctx) }
@@ -70,7 +84,17 @@ func TestCallerWalksAgree(t *testing.T) {
 	if !haveFPWalk || !fpWalkOK() {
 		t.Skip("the caller walk uses runtime.Callers here: nothing to compare")
 	}
-	ctx := enter(t, newGuard(t, newPolicy(t, policy.Spec{})))
+	// A denial names its caller from callerOf; with a callback set, from
+	// the whole stack the callback asks for (callerStack).
+	plain := enter(t, newGuard(t, newPolicy(t, policy.Spec{})))
+	var frames []string
+	hooked := enter(t, newGuard(t, newPolicy(t, policy.Spec{}), WithOnCall(func(_ context.Context, ev *Event) Verdict {
+		frames = frames[:0]
+		for _, f := range ev.Frames() {
+			frames = append(frames, FormatFrame(f)+" "+f.Function)
+		}
+		return Continue
+	})))
 	viaChan := func(start func(chan<- error)) error {
 		ch := make(chan error, 1)
 		start(ch)
@@ -78,44 +102,59 @@ func TestCallerWalksAgree(t *testing.T) {
 	}
 	shapes := []struct {
 		name string
-		call func() error
+		call func(ctx context.Context) error
 	}{
-		{"direct", func() error {
+		{"direct", func(ctx context.Context) error {
 			return Check(ctx, &Event{Protocol: FS, Op: policy.OpWrite, Target: "/nowhere/f"},
 				&policy.PathRequest{Op: policy.OpWrite, Path: "/nowhere/f"})
 		}},
-		{"helper", func() error { return denyWrite(ctx) }},
-		{"interface", func() error { var c checker = denier{ctx}; return c.deny() }},
-		{"pointer wrapper", func() error { var c checker = &denier{ctx}; return c.deny() }},
-		{"method value", func() error { f := denier{ctx}.deny; return f() }},
-		{"generic", func() error { return denyGeneric[int](ctx) }},
-		{"goroutine", func() error { return viaChan(func(ch chan<- error) { go func() { ch <- denyWrite(ctx) }() }) }},
-		{"go statement", func() error { return viaChan(func(ch chan<- error) { go denyInto(ctx, ch) }) }},
-		{"deferred closure", func() (err error) {
+		{"helper", denyWrite},
+		{"interface", func(ctx context.Context) error { return callDeny(denier{ctx}) }},
+		{"pointer wrapper", func(ctx context.Context) error { return callDeny(&denier{ctx}) }},
+		{"method value", func(ctx context.Context) error { f := denier{ctx}.deny; return f() }},
+		{"promoted method", func(ctx context.Context) error { return callDeny(promoted{denier: denier{ctx}}) }},
+		{"promoted method by pointer", func(ctx context.Context) error { return callDeny(&promoted{denier: denier{ctx}}) }},
+		{"promoted method value", func(ctx context.Context) error { f := (&promoted{denier: denier{ctx}}).deny; return f() }},
+		{"generic", func(ctx context.Context) error { return denyGeneric[int](ctx) }},
+		{"goroutine", func(ctx context.Context) error {
+			return viaChan(func(ch chan<- error) { go func() { ch <- denyWrite(ctx) }() })
+		}},
+		{"go statement", func(ctx context.Context) error { return viaChan(func(ch chan<- error) { go denyInto(ctx, ch) }) }},
+		{"deferred closure", func(ctx context.Context) (err error) {
 			defer func() { err = denyWrite(ctx) }()
 			return nil
 		}},
-		{"deferred call", func() error {
+		{"deferred call", func(ctx context.Context) error {
 			return viaChan(func(ch chan<- error) { defer denyInto(ctx, ch) })
 		}},
 	}
-	callerOfDenial := func(t *testing.T, call func() error) runtime.Frame {
+	callerOfDenial := func(t *testing.T, ctx context.Context, call func(context.Context) error) string {
 		var de *DenyError
-		if err := call(); !errors.As(err, &de) {
+		if err := call(ctx); !errors.As(err, &de) {
 			t.Fatalf("err = %v, want a denial", err)
 		}
-		return de.Caller
+		return FormatFrame(de.Caller) + " " + de.Caller.Function
+	}
+	bothWalks := func(t *testing.T, what string, walk func() string) {
+		// Both walks from the same line, so the stacks can be compared
+		// whole.
+		var got [2]string
+		for i, useFP := range []bool{true, false} {
+			fpWalkOK = func() bool { return useFP }
+			got[i] = walk()
+		}
+		fpWalkOK = func() bool { return true }
+		if fp, rc := got[0], got[1]; strings.TrimSpace(fp) == "" || fp != rc {
+			t.Fatalf("%s by frame pointers %q, by runtime.Callers %q", what, fp, rc)
+		}
 	}
 	for _, s := range shapes {
 		t.Run(s.name, func(t *testing.T) {
-			fp := callerOfDenial(t, s.call)
-			fpWalkOK = func() bool { return false }
-			rc := callerOfDenial(t, s.call)
-			fpWalkOK = func() bool { return true }
-			if fp.Function == "" || fp.Function != rc.Function || fp.File != rc.File || fp.Line != rc.Line {
-				t.Fatalf("caller by frame pointers %s (%s), by runtime.Callers %s (%s)",
-					FormatFrame(fp), fp.Function, FormatFrame(rc), rc.Function)
-			}
+			bothWalks(t, "caller", func() string { return callerOfDenial(t, plain, s.call) })
+			bothWalks(t, "stack", func() string {
+				callerOfDenial(t, hooked, s.call)
+				return strings.Join(frames, "\n")
+			})
 		})
 	}
 
