@@ -16,9 +16,10 @@
 // by which rule, from which caller, and how to allow it. Who decided is a
 // Decider (DenyError.By, Record.DecidedBy): policy, OnCall, BeforeDeny,
 // mode, a callback fault or the scope rules. A denial costs one short
-// stack walk (to the first frame outside the library) and builds a record
-// only when a Recorder, a record hook or a logger enabled at its level
-// will take it.
+// stack walk (to the first frame outside the library; on amd64 it follows
+// frame pointers, tens of nanoseconds, checked once against
+// runtime.Callers) and builds a record only when a Recorder, a record hook
+// or a logger enabled at its level will take it.
 //
 // A dry run (DryRun, Event.DryRun, WithDryRun) is the whole decision with
 // the act left out: callbacks are asked and can tell, the mode applies,
