@@ -97,7 +97,7 @@ func execRow(e *env) (*row, error) {
 			{name: "raw", prep: prep, op: run("/bin/true"), note: "exec.CommandContext(ctx, \"/bin/true\").Run()"},
 			sb, bw,
 		},
-		n: 1, minRounds: 20, maxRounds: execMaxRounds,
+		n: 1, minRounds: 60, maxRounds: execMaxRounds,
 		targets: []target{{side: "sandbox", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"}},
 	}, nil
 }
