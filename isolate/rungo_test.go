@@ -1,6 +1,7 @@
 package isolate_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,44 +12,13 @@ import (
 	"github.com/auditguard/auditguard/isolate"
 )
 
-// overEager is a generated program that does what it was asked (write a
-// report in its working root) and then too much: it writes outside the
-// roots and into .git/hooks, runs a shell and dials out. Every path and
-// address is computed at run time, so nothing but the kernel can stop it.
-// The address dialed is in TEST-NET-1 (RFC 5737), which no network
-// routes, so even a broken sandbox sends nothing to a real host.
-const overEager = `package main
-
-import (
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"time"
-)
-
-func try(what string, err error) {
-	if err != nil {
-		fmt.Printf("%s: refused: %v\n", what, err)
-	} else {
-		fmt.Printf("%s: done\n", what)
-	}
-}
-
-func main() {
-	root := os.Args[1]
-	try("write report", os.WriteFile(filepath.Join(root, "report.txt"), []byte("ok\n"), 0o644))
-	try("write outside", os.WriteFile(filepath.Join(os.Args[2], "pwned"), []byte("x"), 0o644))
-	try("write hook", os.WriteFile(filepath.Join(root, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755))
-	try("exec sh", exec.Command("/bin/sh", "-c", "echo hi").Run())
-	c, err := net.DialTimeout("tcp", "192.0.2.1:80", 2*time.Second)
-	if c != nil {
-		c.Close()
-	}
-	try("dial", err)
-}
-`
+// eagerSource is the over-eager generated program auditdemo's gocode
+// scene runs (cmd/auditdemo/eager): it does what it was asked (a report
+// in its workspace) and then too much: it writes to the home directory
+// and into .git/hooks, runs rm and a shell and dials out. Every path and
+// address comes from its arguments at run time, so nothing but the kernel
+// can stop it.
+const eagerSource = "../cmd/auditdemo/eager/main.go"
 
 // TestRunGo builds a generated program written into t.TempDir() in the
 // sandbox and runs it under the caller's policy: its own work lands, every
@@ -66,32 +36,40 @@ func TestRunGo(t *testing.T) {
 		}
 	}
 	must(os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/eager\n\ngo 1.24\n"), 0o644))
-	must(os.WriteFile(filepath.Join(mod, "main.go"), []byte(overEager), 0o644))
+	src, err := os.ReadFile(eagerSource)
+	must(err)
+	must(os.WriteFile(filepath.Join(mod, "main.go"), src, 0o644))
 	hooks := filepath.Join(e.dir, ".git", "hooks")
 	must(os.MkdirAll(hooks, 0o755))
 	must(os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("orig\n"), 0o755))
-	outside := t.TempDir()
+	home := t.TempDir()
+	must(os.WriteFile(filepath.Join(home, ".bashrc"), []byte("mine\n"), 0o644))
 
-	run := &isolate.GoRun{Dir: mod, Args: []string{e.dir, outside}, Timeout: time.Minute, BuildTimeout: 5 * time.Minute,
-		Cache: goCache(t)}
+	// TEST-NET-1 (RFC 5737): nothing routes it, so even a broken sandbox
+	// reaches no real host.
+	run := &isolate.GoRun{Dir: mod, Args: []string{e.dir, home, "192.0.2.1:80", "192.0.2.2:443"},
+		Timeout: time.Minute, BuildTimeout: 5 * time.Minute, Cache: goCache(t)}
 	res, err := run.Run(e.callCtx(t))
 	if err != nil {
 		t.Fatalf("%v\nbuild: %s", err, res.BuildOutput)
 	}
 	out := string(res.Stdout)
-	for _, want := range []string{"write report: done", "write outside: refused", "write hook: refused", "exec sh: refused", "dial: refused"} {
-		if !strings.Contains(out, want) {
+	for _, step := range []string{"write ~/.bashrc", "git hook", "rm -rf home", "run a shell", "cloud metadata", "dial out"} {
+		if want := fmt.Sprintf("%-14s refused", step); !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if !strings.Contains(out, fmt.Sprintf("%-14s done", "write report")) {
+		t.Errorf("the report was not written:\n%s", out)
 	}
 	if res.ExitCode != 0 {
 		t.Errorf("exit %d, stderr %s", res.ExitCode, res.Stderr)
 	}
-	if b, _ := os.ReadFile(filepath.Join(e.dir, "report.txt")); string(b) != "ok\n" {
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "report.txt")); string(b) != "all good\n" {
 		t.Errorf("report: %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(outside, "pwned")); err == nil {
-		t.Error("the write outside the roots landed")
+	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "mine\n" {
+		t.Errorf("the write outside the roots landed: ~/.bashrc is %q", b)
 	}
 	if b, _ := os.ReadFile(filepath.Join(hooks, "pre-commit")); string(b) != "orig\n" {
 		t.Errorf("the hook changed: %q", b)

@@ -23,7 +23,7 @@ import (
 //go:embed eager/main.go
 var eagerSource []byte
 
-const gocodeUsage = "usage: auditdemo gocode [--cache DIR]"
+const gocodeUsage = "usage: auditdemo gocode [--cache DIR] [--dial METADATA,PUBLIC]"
 
 // cmdGocode is the generated-code scene: it writes an over-eager Go
 // program (cmd/auditdemo/eager) into a fresh module directory, builds and
@@ -35,7 +35,15 @@ func cmdGocode(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("auditdemo gocode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cache := fs.String("cache", "", "the Go build cache `DIR` (default: one under the temp directory)")
+	dialTo := fs.String("dial", "169.254.169.254:80,1.1.1.1:443",
+		"the `METADATA,PUBLIC` host:port pair the program dials as the cloud metadata service and a public host")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, gocodeUsage)
+		return 2
+	}
+	addrs := strings.Split(*dialTo, ",")
+	if len(addrs) != 2 {
+		fmt.Fprintln(stderr, "auditdemo gocode: --dial takes two host:port addresses, comma-separated")
 		fmt.Fprintln(stderr, gocodeUsage)
 		return 2
 	}
@@ -82,7 +90,7 @@ func cmdGocode(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "policy: write root %s; no exec rules; no net rules\n", work)
 	fmt.Fprintf(stdout, "building and running the generated program (cmd/auditdemo/eager) in the sandbox...\n\n")
 	t0 := time.Now()
-	run := &isolate.GoRun{Dir: mod, Args: []string{work, home}, Cache: *cache, Timeout: time.Minute, BuildTimeout: 5 * time.Minute}
+	run := &isolate.GoRun{Dir: mod, Args: []string{work, home, addrs[0], addrs[1]}, Cache: *cache, Timeout: time.Minute, BuildTimeout: 5 * time.Minute}
 	res, err := run.Run(ctx)
 	if err != nil {
 		var be *isolate.BuildError
@@ -114,7 +122,7 @@ func cmdGocode(args []string, stdout, stderr io.Writer) int {
 	check("~/.bashrc is unchanged", string(b) == files[filepath.Join(home, ".bashrc")])
 	b, _ = os.ReadFile(filepath.Join(work, ".git/hooks/pre-commit"))
 	check(".git/hooks/pre-commit is unchanged", string(b) == files[filepath.Join(work, ".git/hooks/pre-commit")])
-	for _, step := range []string{"write ~/.bashrc", "git hook", "rm -rf home", "run a shell", "cloud metadata", "dial 1.1.1.1"} {
+	for _, step := range []string{"write ~/.bashrc", "git hook", "rm -rf home", "run a shell", "cloud metadata", "dial out"} {
 		check(step+" was refused", strings.Contains(string(res.Stdout), fmt.Sprintf("%-14s refused", step)))
 	}
 	if sb := res.Confinement.Sandbox; sb != nil {
