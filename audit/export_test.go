@@ -7,6 +7,6 @@ func UseFramePointerWalk(on bool) (available bool) {
 	if !haveFPWalk {
 		return false
 	}
-	fpWalkOK = func() bool { return on }
+	fpWalkOff.Store(!on)
 	return true
 }

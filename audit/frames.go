@@ -144,10 +144,10 @@ func frameOf(f *runtime.Frame) runtime.Frame {
 func callerOf(skip []string) *runtime.Frame {
 	var pcs [64]uintptr
 	if fpWalkOK() {
-		n := fpCallers(pcs[:24])
-		if f, ok := firstCaller(pcs[:n], skip, n == 24, true); ok {
-			return f
-		}
+		// A few nanoseconds a frame: the whole (bounded) stack at once.
+		n := fpCallers(pcs[:])
+		f, _ := firstCaller(pcs[:n], skip, false, true)
+		return f
 	}
 	n := runtime.Callers(2, pcs[:16])
 	if f, ok := firstCaller(pcs[:n], skip, n == 16, false); ok {
@@ -260,12 +260,19 @@ func isWrapperFrame(f *runtime.Frame) bool {
 	return i >= 0 && (strings.HasPrefix(f.Function[i:], ".gowrap") || strings.HasPrefix(f.Function[i:], ".deferwrap"))
 }
 
-// fpWalkOK reports whether callerOf may walk frame pointers: the
-// architecture has the walk, and a probe found it gives the same logical
-// frames as runtime.Callers (inlined calls expanded, wrappers left out).
-// Were a Go release to change how frames are expanded, the probe fails
-// and the walk falls back to runtime.Callers.
-var fpWalkOK = sync.OnceValue(func() bool {
+// fpWalkOK reports whether the caller walks may follow frame pointers:
+// the architecture has the walk, a probe found it gives the same logical
+// frames as runtime.Callers (inlined calls expanded, wrappers left out),
+// and no test has switched it off (fpWalkOff) to compare the two. Were a
+// Go release to change how frames are expanded, the probe fails and the
+// walks fall back to runtime.Callers.
+func fpWalkOK() bool { return !fpWalkOff.Load() && fpWalkAgrees() }
+
+// fpWalkOff switches the frame-pointer walk off, for tests that compare it
+// with runtime.Callers.
+var fpWalkOff atomic.Bool
+
+var fpWalkAgrees = sync.OnceValue(func() bool {
 	if !haveFPWalk {
 		return false
 	}

@@ -29,7 +29,7 @@ func TestFramePointerWalkProbe(t *testing.T) {
 	if !haveFPWalk {
 		t.Skip("no frame-pointer walk on " + runtime.GOARCH + ": runtime.Callers is used")
 	}
-	if !fpWalkOK() {
+	if !fpWalkAgrees() {
 		fp, rc, _ := fpProbeOuter()
 		t.Fatalf("the frame-pointer walk disagrees with runtime.Callers:\nfp      %q\nCallers %q", fp, rc)
 	}
@@ -81,7 +81,7 @@ func denyWrite(ctx context.Context) error {
 // the call: through an interface, a compiler-made method wrapper, a method
 // value, a generic function, a goroutine, a deferred call.
 func TestCallerWalksAgree(t *testing.T) {
-	if !haveFPWalk || !fpWalkOK() {
+	if !haveFPWalk || !fpWalkAgrees() {
 		t.Skip("the caller walk uses runtime.Callers here: nothing to compare")
 	}
 	// A denial names its caller from callerOf; with a callback set, from
@@ -140,10 +140,10 @@ func TestCallerWalksAgree(t *testing.T) {
 		// whole.
 		var got [2]string
 		for i, useFP := range []bool{true, false} {
-			fpWalkOK = func() bool { return useFP }
+			fpWalkOff.Store(!useFP)
 			got[i] = walk()
 		}
-		fpWalkOK = func() bool { return true }
+		fpWalkOff.Store(false)
 		if fp, rc := got[0], got[1]; strings.TrimSpace(fp) == "" || fp != rc {
 			t.Fatalf("%s by frame pointers %q, by runtime.Callers %q", what, fp, rc)
 		}
@@ -178,9 +178,9 @@ func TestCallerWalksAgree(t *testing.T) {
 			return ""
 		}
 		fp := callers()
-		fpWalkOK = func() bool { return false }
+		fpWalkOff.Store(true)
 		rc := callers()
-		fpWalkOK = func() bool { return true }
+		fpWalkOff.Store(false)
 		if fp != rc {
 			t.Fatalf("caller by frame pointers %q, by runtime.Callers %q", fp, rc)
 		}
