@@ -241,14 +241,7 @@ func TestFileExecNetErrors(t *testing.T) {
 	dir := t.TempDir()
 	bin := progDir(t, filepath.Join(dir, "bin"), "tool")
 	pathLine := "[exec]\npath = [\"" + bin + "\"]\n"
-	tests := []struct {
-		name    string
-		doc     string
-		key     string
-		line    int
-		msg     string
-		suggest string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		// Unknown keys, with did-you-mean.
 		{"exec key typo", "[exec]\nalow = []\n", "exec.alow", 2, "unknown key", "allow"},
 		{"exec rules hint", "[exec]\nrules = []\n", "exec.rules", 2, "[[exec.allow]] and [[exec.deny]]", ""},
@@ -297,20 +290,7 @@ func TestFileExecNetErrors(t *testing.T) {
 		{"two targets", "[[net.deny]]\nhost = \"a.example\"\ncidr = \"10.0.0.0/8\"\n", "net.deny[0]", 1, "exactly one of Host, CIDR and Path", ""},
 		{"unknown network", "[[net.allow]]\nhost = \"a.example\"\nnetwork = \"sctp\"\n", "net.allow[0]", 1, `unknown network "sctp"`, ""},
 		{"host not canonical", "[[net.allow]]\nhost = \"API.example.com\"\n", "net.allow[0]", 1, "canonical form", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse("p.toml", []byte(tt.doc))
-			if f != nil {
-				t.Fatal("loaded a policy from an invalid file")
-			}
-			p := assertProblem(t, err, tt.key, tt.line, tt.msg, tt.suggest)
-			if !strings.HasPrefix(p.Error(), "p.toml:"+strconv.Itoa(tt.line)+":") {
-				t.Errorf("error %q does not start with its location", p.Error())
-			}
-			t.Log(err)
-		})
-	}
+	})
 }
 
 const execOperator = `# operator layer
@@ -474,16 +454,7 @@ func TestLayersExecRejectWidening(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, bin := newExecLayerEnv(t)
-			f, err := e.load(t, tt.workspace)
-			if f != nil {
-				t.Fatal("a widening workspace layer was loaded")
-			}
-			msg := strings.NewReplacer("$BIN", bin, "$OP", e.op).Replace(tt.msg)
-			p := assertProblem(t, err, tt.key, tt.line, msg, "")
-			if p.File != e.ws {
-				t.Errorf("problem reported in %s, want the workspace file", p.File)
-			}
-			t.Log(err)
+			e.rejects(t, tt.workspace, tt.line, tt.key, strings.NewReplacer("$BIN", bin, "$OP", e.op).Replace(tt.msg))
 		})
 	}
 }

@@ -38,6 +38,27 @@ func (e layerEnv) load(t *testing.T, workspace string) (*File, error) {
 	return LoadLayers(e.op, e.ws, WithHome(e.home))
 }
 
+// rejects checks that load refuses workspace over the operator layer, for a
+// problem in the workspace file at line for key whose message contains msg.
+func (e layerEnv) rejects(t *testing.T, workspace string, line int, key, msg string) {
+	t.Helper()
+	f, err := e.load(t, workspace)
+	if f != nil {
+		t.Fatal("a widening workspace layer was loaded")
+	}
+	p := assertProblem(t, err, key, line, msg, "")
+	if p.File != e.ws {
+		t.Errorf("problem reported in %s, want the workspace file", p.File)
+	}
+	t.Log(err)
+}
+
+// watchOpts are the options that make Watch, given the operator file, lay
+// the workspace file over it the way load does.
+func (e layerEnv) watchOpts() []WatchOption {
+	return []WatchOption{WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home))}
+}
+
 const operatorLayer = `# operator layer
 [modes]
 net = "warn"
@@ -154,15 +175,7 @@ func TestLayersRejectWidening(t *testing.T) {
 			if err := os.Symlink("/etc", e.work+"/escape"); err != nil {
 				t.Fatal(err)
 			}
-			f, err := e.load(t, tt.workspace)
-			if f != nil {
-				t.Fatal("a widening workspace layer was loaded")
-			}
-			p := assertProblem(t, err, tt.key, tt.line, tt.msg, "")
-			if p.File != e.ws {
-				t.Errorf("problem reported in %s, want the workspace file", p.File)
-			}
-			t.Log(err)
+			e.rejects(t, tt.workspace, tt.line, tt.key, tt.msg)
 		})
 	}
 }
@@ -181,16 +194,12 @@ func TestWatchLayers(t *testing.T) {
 	writeInPlace(t, e.ws, e.expand("[fs]\nwrite_roots = [\"$WORK/proj\"]\n"))
 	h := newHarness(t)
 	var tg fakeTarget
-	_, err := Watch(e.op, &tg, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
+	_, err := Watch(e.op, &tg, append(h.opts(), e.watchOpts()...)...)
 	if err == nil || !strings.Contains(err.Error(), "ModeSwapper") {
 		t.Fatalf("operator sets modes: err = %v", err)
 	}
 	var mt modeTarget
-	w, err := Watch(e.op, &mt, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	h.watch(e.op, &mt, nil, e.watchOpts()...)
 	good := mt.p.Load()
 	if !good.CheckPath(policy.OpWrite, e.work+"/proj/x", "").Allowed || good.CheckPath(policy.OpWrite, e.work+"/x", "").Allowed {
 		t.Fatal("layers not applied")

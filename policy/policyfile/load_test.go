@@ -117,15 +117,48 @@ func assertProblem(t *testing.T, err error, key string, line int, msg, suggest s
 	return nil
 }
 
+// parseErrorCase is a document Parse must refuse with a problem at line for
+// key whose message contains msg and whose suggestion is suggest. A case
+// with neither key nor msg (a TOML syntax error) needs only its first
+// problem at line.
+type parseErrorCase struct {
+	name    string
+	doc     string
+	key     string
+	line    int
+	msg     string
+	suggest string
+}
+
+// checkParseErrors runs each case as a subtest: Parse, with "~" in a fresh
+// directory, loads nothing and reports the problem, its message starting
+// with its location.
+func checkParseErrors(t *testing.T, tests []parseErrorCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("p.toml", []byte(tt.doc), WithHome(t.TempDir()))
+			if f != nil {
+				t.Fatalf("loaded a policy from an invalid file")
+			}
+			if tt.key == "" && tt.msg == "" {
+				var le *LoadError
+				if !errors.As(err, &le) || le.Problems[0].Line != tt.line {
+					t.Fatalf("err = %v, want a problem at line %d", err, tt.line)
+				}
+				return
+			}
+			p := assertProblem(t, err, tt.key, tt.line, tt.msg, tt.suggest)
+			if !strings.HasPrefix(p.Error(), "p.toml:"+strconv.Itoa(tt.line)+":") {
+				t.Errorf("error %q does not start with its location", p.Error())
+			}
+			t.Log(err)
+		})
+	}
+}
+
 func TestParseErrors(t *testing.T) {
-	tests := []struct {
-		name    string
-		doc     string
-		key     string
-		line    int
-		msg     string
-		suggest string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"typo in key", "[fs]\nwrite_root = [\"/w\"]\n", "fs.write_root", 2, "unknown key", "write_roots"},
 		{"case and dashes", "[fs]\nRead-Deny = []\n", "fs.Read-Deny", 2, "unknown key", "read_deny"},
 		{"key in the wrong table", "write_roots = [\"/w\"]\n", "write_roots", 1, "belongs in [fs]", "fs.write_roots"},
@@ -147,27 +180,7 @@ func TestParseErrors(t *testing.T) {
 		{"syntax", "[fs\n", "", 1, "", ""},
 		{"exec allow of strings", "[exec]\nallow = [\"git\"]\n", "exec.allow[0]", 2, "expected a table, got a string", ""},
 		{"net allow of strings", "[net]\n\n\nallow = [\"example.com:443\"]\n", "net.allow[0]", 4, "expected a table, got a string", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f, err := Parse("p.toml", []byte(tt.doc), WithHome(t.TempDir()))
-			if f != nil {
-				t.Fatalf("loaded a policy from an invalid file")
-			}
-			if tt.key == "" && tt.msg == "" {
-				var le *LoadError
-				if !errors.As(err, &le) || le.Problems[0].Line != tt.line {
-					t.Fatalf("err = %v, want a problem at line %d", err, tt.line)
-				}
-				return
-			}
-			p := assertProblem(t, err, tt.key, tt.line, tt.msg, tt.suggest)
-			if !strings.HasPrefix(p.Error(), "p.toml:"+strconv.Itoa(tt.line)+":") {
-				t.Errorf("error %q does not start with its location", p.Error())
-			}
-			t.Log(err)
-		})
-	}
+	})
 }
 
 func TestParseEmptyExecNet(t *testing.T) {

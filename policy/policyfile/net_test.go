@@ -161,15 +161,7 @@ func TestLayersNetRejectWidening(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newLayerEnv(t, netOperator)
-			f, err := e.load(t, tt.workspace)
-			if f != nil {
-				t.Fatal("a widening workspace layer was loaded")
-			}
-			p := assertProblem(t, err, tt.key, tt.line, strings.ReplaceAll(tt.msg, "$OP", e.op), "")
-			if p.File != e.ws {
-				t.Errorf("problem reported in %s, want the workspace file", p.File)
-			}
-			t.Log(err)
+			e.rejects(t, tt.workspace, tt.line, tt.key, strings.ReplaceAll(tt.msg, "$OP", e.op))
 		})
 	}
 }
@@ -187,12 +179,7 @@ func TestWatchNetRules(t *testing.T) {
 	}
 	h := newHarness(t)
 	var tg fakeTarget
-	w, err := Watch(e.op, &tg, append(h.opts(), WithWorkspace(e.ws), WithLoadOptions(WithHome(e.home)))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	h.wait(WatchLoaded, dials("a.example.com"))
+	h.watch(e.op, &tg, dials("a.example.com"), e.watchOpts()...)
 
 	writeAtomic(t, e.ws, "[[net.allow]]\nhost = \"b.example.com\"\nports = [443]\n")
 	h.wait(WatchReloaded, dials("b.example.com"))

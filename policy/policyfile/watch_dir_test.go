@@ -42,29 +42,15 @@ func TestWatchSurvivesItsDirectoryBeingReplaced(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := t.TempDir()
-			dir := filepath.Join(base, "conf")
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			a, b, c := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
-			path := filepath.Join(dir, "policy.toml")
-			writeInPlace(t, path, fsPolicy(a))
-			h := newHarness(t)
-			var tg fakeTarget
-			w, err := Watch(path, &tg, h.opts()...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			h.wait(WatchLoaded, allows(a))
+			s := startWatch(t, "a")
+			c := filepath.Join(s.base, "c")
 
-			tt.replace(t, dir, fsPolicy(b))
-			h.wait(WatchReloaded, allows(b))
+			tt.replace(t, s.dir, fsPolicy(s.b))
+			s.wait(WatchReloaded, allows(s.b))
 			// The re-armed watch sees an edit in the new directory.
-			writeAtomic(t, path, fsPolicy(c))
-			h.wait(WatchReloaded, allows(c))
-			if !tg.p.Load().CheckPath(policy.OpWrite, c+"/x", "").Allowed {
+			writeAtomic(t, s.path, fsPolicy(c))
+			s.wait(WatchReloaded, allows(c))
+			if !s.tg.p.Load().CheckPath(policy.OpWrite, c+"/x", "").Allowed {
 				t.Fatal("the edit after the replacement is not in force")
 			}
 		})
@@ -72,41 +58,26 @@ func TestWatchSurvivesItsDirectoryBeingReplaced(t *testing.T) {
 }
 
 func TestWatchDirectoryGoneFailsOnceAndKeepsLastGood(t *testing.T) {
-	base := t.TempDir()
-	dir := filepath.Join(base, "conf")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	s := startWatch(t, "a")
+	good := s.tg.p.Load()
+	if err := os.RemoveAll(s.dir); err != nil {
 		t.Fatal(err)
 	}
-	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
-	path := filepath.Join(dir, "policy.toml")
-	writeInPlace(t, path, fsPolicy(a))
-	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	h.wait(WatchLoaded, nil)
-	good := tg.p.Load()
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	ev := h.wait(WatchFailed, nil)
-	if ev.Err == nil || ev.File.Policy != good || tg.p.Load() != good {
-		t.Fatalf("WatchFailed: err %v, last good kept %v", ev.Err, tg.p.Load() == good)
+	ev := s.wait(WatchFailed, nil)
+	if ev.Err == nil || ev.File.Policy != good || s.tg.p.Load() != good {
+		t.Fatalf("WatchFailed: err %v, last good kept %v", ev.Err, s.tg.p.Load() == good)
 	}
 	// Put back later: watched again, loaded again, and no second failure.
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(s.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeAtomic(t, path, fsPolicy(b))
+	writeAtomic(t, s.path, fsPolicy(s.b))
 	for {
-		ev := h.next()
+		ev := s.next()
 		if ev.Kind == WatchFailed {
 			t.Fatalf("a second WatchFailed: %v", ev.Err)
 		}
-		if ev.Kind == WatchReloaded && allows(b)(ev) {
+		if ev.Kind == WatchReloaded && allows(s.b)(ev) {
 			break
 		}
 	}

@@ -147,116 +147,129 @@ func allows(dir string) func(WatchEvent) bool {
 	}
 }
 
-func TestWatchReloadsEdits(t *testing.T) {
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	path := filepath.Join(dir, "policy.toml")
-	writeInPlace(t, path, fsPolicy(a))
-
-	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
+// watch starts a Watcher on path for tg, with the harness's options and then
+// opts, and returns it once the initial load, which Watch reports before it
+// returns, satisfies loaded (nil: any). The watcher is closed when the test
+// ends; Close may still be called, and checked, before then.
+func (h *watchHarness) watch(path string, tg Swapper, loaded func(WatchEvent) bool, opts ...WatchOption) *Watcher {
+	h.t.Helper()
+	w, err := Watch(path, tg, append(h.opts(), opts...)...)
 	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { w.Close() })
+	h.wait(WatchLoaded, loaded)
+	return w
+}
+
+// watchSetup is how most watcher tests start: a policy file in a directory
+// of its own, loaded into a fakeTarget by a running Watcher whose events the
+// embedded harness collects.
+type watchSetup struct {
+	*watchHarness
+	base string      // a fresh temporary directory
+	dir  string      // base/conf, holding path: a test may remove or replace it
+	path string      // dir/policy.toml
+	a, b string      // base/a and base/b: write roots, named only, never created
+	tg   *fakeTarget // the target the watcher swaps policies into
+	w    *Watcher
+}
+
+// startWatch writes fsPolicy(base/first) to a fresh policy file, watches it
+// (harness options, then opts) and waits for the initial load to allow
+// base/first. The watcher is closed when the test ends.
+func startWatch(t testing.TB, first string, opts ...WatchOption) *watchSetup {
+	t.Helper()
+	base := t.TempDir()
+	s := &watchSetup{watchHarness: newHarness(t), base: base, dir: filepath.Join(base, "conf"),
+		a: filepath.Join(base, "a"), b: filepath.Join(base, "b"), tg: new(fakeTarget)}
+	s.path = filepath.Join(s.dir, "policy.toml")
+	if err := os.Mkdir(s.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	h.wait(WatchLoaded, allows(a))
-	if !tg.p.Load().CheckPath(policy.OpWrite, a+"/x", "").Allowed {
+	root := filepath.Join(base, first)
+	writeInPlace(t, s.path, fsPolicy(root))
+	s.w = s.watch(s.path, s.tg, allows(root), opts...)
+	return s
+}
+
+func TestWatchReloadsEdits(t *testing.T) {
+	s := startWatch(t, "a")
+	if !s.tg.p.Load().CheckPath(policy.OpWrite, s.a+"/x", "").Allowed {
 		t.Fatal("initial policy not swapped in")
 	}
 
 	// An in-place write.
-	writeInPlace(t, path, fsPolicy(b))
-	ev := h.wait(WatchReloaded, allows(b))
-	if tg.p.Load() != ev.File.Policy || w.Current() != ev.File {
+	writeInPlace(t, s.path, fsPolicy(s.b))
+	ev := s.wait(WatchReloaded, allows(s.b))
+	if s.tg.p.Load() != ev.File.Policy || s.w.Current() != ev.File {
 		t.Fatal("reloaded policy is not the one in force")
 	}
-	if d := tg.p.Load().CheckPath(policy.OpWrite, a+"/x", ""); d.Allowed {
+	if d := s.tg.p.Load().CheckPath(policy.OpWrite, s.a+"/x", ""); d.Allowed {
 		t.Fatal("old root still allowed after reload")
 	}
-	if d := tg.p.Load().CheckPath(policy.OpWrite, b+"/x", ""); d.Rule.Source != path+":3" {
-		t.Fatalf("source = %q, want %s:3", d.Rule.Source, path)
+	if d := s.tg.p.Load().CheckPath(policy.OpWrite, s.b+"/x", ""); d.Rule.Source != s.path+":3" {
+		t.Fatalf("source = %q, want %s:3", d.Rule.Source, s.path)
 	}
 
 	// An editor-style save: write a temporary file, rename it over.
-	writeAtomic(t, path, fsPolicy(a))
-	h.wait(WatchReloaded, allows(a))
-	if !tg.p.Load().CheckPath(policy.OpWrite, a+"/x", "").Allowed {
+	writeAtomic(t, s.path, fsPolicy(s.a))
+	s.wait(WatchReloaded, allows(s.a))
+	if !s.tg.p.Load().CheckPath(policy.OpWrite, s.a+"/x", "").Allowed {
 		t.Fatal("atomic rename not picked up")
 	}
 }
 
 func TestWatchBadEditKeepsLastGood(t *testing.T) {
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	path := filepath.Join(dir, "policy.toml")
-	writeInPlace(t, path, fsPolicy(a))
-	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	good := tg.p.Load()
+	s := startWatch(t, "a")
+	good := s.tg.p.Load()
 
 	steps := []struct {
 		name, content, want string
 	}{
-		{"typo", "[fs]\nwrite_root = [\"" + b + "\"]\n", `did you mean "write_roots"`},
+		{"typo", "[fs]\nwrite_root = [\"" + s.b + "\"]\n", `did you mean "write_roots"`},
 		{"relative root", "[fs]\nwrite_roots = [\"b\"]\n", "policy.toml:2:16: fs.write_roots: \"b\": not an absolute path"},
 		{"syntax", "[fs\n", "policy.toml:1"},
 		{"empty", "", "empty"},
 	}
-	for _, s := range steps {
-		writeAtomic(t, path, s.content)
-		ev := h.wait(WatchRejected, nil)
-		if !strings.Contains(ev.Err.Error(), s.want) {
-			t.Errorf("%s: error %q does not contain %q", s.name, ev.Err, s.want)
+	for _, step := range steps {
+		writeAtomic(t, s.path, step.content)
+		ev := s.wait(WatchRejected, nil)
+		if !strings.Contains(ev.Err.Error(), step.want) {
+			t.Errorf("%s: error %q does not contain %q", step.name, ev.Err, step.want)
 		}
-		if ev.File.Policy != good || tg.p.Load() != good || w.Current().Policy != good {
-			t.Fatalf("%s: the last good policy was not kept", s.name)
+		if ev.File.Policy != good || s.tg.p.Load() != good || s.w.Current().Policy != good {
+			t.Fatalf("%s: the last good policy was not kept", step.name)
 		}
 		select {
-		case err := <-h.errs:
+		case err := <-s.errs:
 			if err.Error() != ev.Err.Error() {
 				t.Errorf("OnError got %v, event has %v", err, ev.Err)
 			}
 		default:
-			t.Errorf("%s: OnError not called", s.name)
+			t.Errorf("%s: OnError not called", step.name)
 		}
 	}
-	if !good.CheckPath(policy.OpWrite, a+"/x", "").Allowed {
+	if !good.CheckPath(policy.OpWrite, s.a+"/x", "").Allowed {
 		t.Fatal("old decisions not in force")
 	}
-	writeAtomic(t, path, fsPolicy(b))
-	h.wait(WatchReloaded, allows(b))
+	writeAtomic(t, s.path, fsPolicy(s.b))
+	s.wait(WatchReloaded, allows(s.b))
 }
 
 func TestWatchRemovedKeepsLastGood(t *testing.T) {
-	dir := t.TempDir()
-	a := filepath.Join(dir, "a")
-	path := filepath.Join(dir, "policy.toml")
-	content := fsPolicy(a)
-	writeInPlace(t, path, content)
-	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
-	if err != nil {
+	s := startWatch(t, "a")
+	good := s.tg.p.Load()
+	if err := os.Remove(s.path); err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
-	good := tg.p.Load()
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	ev := h.wait(WatchRemoved, nil)
-	if !errors.Is(ev.Err, fs.ErrNotExist) || tg.p.Load() != good {
-		t.Fatalf("removal: err %v, policy kept %v", ev.Err, tg.p.Load() == good)
+	ev := s.wait(WatchRemoved, nil)
+	if !errors.Is(ev.Err, fs.ErrNotExist) || s.tg.p.Load() != good {
+		t.Fatalf("removal: err %v, policy kept %v", ev.Err, s.tg.p.Load() == good)
 	}
 	// Put back with the same content: loaded again.
-	writeAtomic(t, path, content)
-	h.wait(WatchReloaded, allows(a))
+	writeAtomic(t, s.path, fsPolicy(s.a))
+	s.wait(WatchReloaded, allows(s.a))
 }
 
 func TestWatchInitialFailure(t *testing.T) {
@@ -295,11 +308,7 @@ func TestWatchModes(t *testing.T) {
 
 	var mt modeTarget
 	h := newHarness(t)
-	w, err := Watch(path, &mt, h.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	h.watch(path, &mt, allows(dir))
 	if mt.modes != (policy.Modes{Net: policy.ModeWarn}) {
 		t.Fatalf("modes = %+v", mt.modes)
 	}
@@ -323,28 +332,18 @@ func TestWatchModes(t *testing.T) {
 }
 
 func TestWatchIgnoresOtherFiles(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.toml")
-	writeInPlace(t, path, fsPolicy(dir))
-	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	s := startWatch(t, ".") // Loaded is taken: the next event follows it
 	// Noise in the same directory, then a real change: the first event
 	// after Loaded must be the change.
 	for i := range 20 {
-		writeInPlace(t, filepath.Join(dir, fmt.Sprintf("other%d.txt", i)), "x")
+		writeInPlace(t, filepath.Join(s.dir, fmt.Sprintf("other%d.txt", i)), "x")
 	}
-	writeAtomic(t, path, fsPolicy(dir+"/sub"))
-	h.wait(WatchLoaded, nil)
-	ev := h.next()
-	if ev.Kind != WatchReloaded || !allows(dir+"/sub")(ev) {
+	writeAtomic(t, s.path, fsPolicy(s.dir+"/sub"))
+	ev := s.next()
+	if ev.Kind != WatchReloaded || !allows(s.dir+"/sub")(ev) {
 		t.Fatalf("first event after load: %v %v", ev.Kind, ev.Err)
 	}
-	if n := tg.swaps.Load(); n != 2 {
+	if n := s.tg.swaps.Load(); n != 2 {
 		t.Fatalf("%d swaps, want 2 (initial and the change)", n)
 	}
 }
@@ -366,23 +365,15 @@ func waitGoroutines(t *testing.T, before int) {
 
 func TestWatchCloseLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.toml")
-	writeInPlace(t, path, fsPolicy(dir))
-	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeAtomic(t, path, fsPolicy(dir+"/x"))
-	h.wait(WatchReloaded, nil)
+	s := startWatch(t, ".")
+	writeAtomic(t, s.path, fsPolicy(s.dir+"/x"))
+	s.wait(WatchReloaded, nil)
 	// A change still being debounced when Close comes.
-	writeAtomic(t, path, fsPolicy(dir+"/y"))
-	if err := w.Close(); err != nil {
+	writeAtomic(t, s.path, fsPolicy(s.dir+"/y"))
+	if err := s.w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
+	if err := s.w.Close(); err != nil {
 		t.Fatal("second Close:", err)
 	}
 	waitGoroutines(t, before)
@@ -393,16 +384,8 @@ func TestWatchCloseLeavesNoGoroutine(t *testing.T) {
 // whole policy (never a mix of two files), and Close leaves no goroutine.
 func TestWatchStress(t *testing.T) {
 	before := runtime.NumGoroutine()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.toml")
-	root := func(i int) string { return filepath.Join(dir, fmt.Sprintf("r%03d", i)) }
-	writeInPlace(t, path, fsPolicy(root(0)))
-	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startWatch(t, "r000")
+	root := func(i int) string { return filepath.Join(s.base, fmt.Sprintf("r%03d", i)) }
 
 	const reloads = 100
 	var stop atomic.Bool
@@ -413,7 +396,7 @@ func TestWatchStress(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := g; !stop.Load(); i++ {
-				p := tg.p.Load()
+				p := s.tg.p.Load()
 				if p == nil {
 					t.Error("decision without a policy")
 					return
@@ -437,21 +420,21 @@ func TestWatchStress(t *testing.T) {
 	}
 	for i := 1; i <= reloads; i++ {
 		if i%2 == 0 {
-			writeAtomic(t, path, fsPolicy(root(i)))
+			writeAtomic(t, s.path, fsPolicy(root(i)))
 		} else {
-			writeInPlace(t, path, fsPolicy(root(i)))
+			writeInPlace(t, s.path, fsPolicy(root(i)))
 		}
-		h.wait(WatchReloaded, allows(root(i)))
-		if !tg.p.Load().CheckPath(policy.OpWrite, root(i)+"/f", "").Allowed {
+		s.wait(WatchReloaded, allows(root(i)))
+		if !s.tg.p.Load().CheckPath(policy.OpWrite, root(i)+"/f", "").Allowed {
 			t.Fatalf("reload %d not in force", i)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := s.w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	stop.Store(true)
 	wg.Wait()
-	t.Logf("%d decisions through %d reloads (%d swaps)", decisions.Load(), reloads, tg.swaps.Load())
+	t.Logf("%d decisions through %d reloads (%d swaps)", decisions.Load(), reloads, s.tg.swaps.Load())
 	waitGoroutines(t, before)
 }
 
@@ -479,27 +462,16 @@ func TestWatchKubernetesSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t)
-	var tg fakeTarget
-	w, err := Watch(path, &tg, h.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	h.watch(path, new(fakeTarget), allows(a))
 	version("..v2", b)
 	h.wait(WatchReloaded, allows(b))
 }
 
 func TestWatchWarnsWritablePolicyFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.toml")
-	writeInPlace(t, path, fsPolicy(dir))
 	var buf syncBuffer
-	var tg fakeTarget
-	w, err := Watch(path, &tg, WithWatchLogger(slog.New(slog.NewTextHandler(&buf, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	// Base is a write root, so the policy file beneath it is writable.
+	s := startWatch(t, ".", WithWatchLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	s.w.Close()
 	if !strings.Contains(buf.String(), "write its own policy file") {
 		t.Fatalf("no warning logged:\n%s", buf.String())
 	}
@@ -526,17 +498,7 @@ func (s *syncBuffer) String() string {
 // pause, is still reloaded (the quiet period is waited for at most
 // maxDebounceWait debounce periods).
 func TestWatchStreamOfWrites(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.toml")
-	writeInPlace(t, path, fsPolicy(dir+"/r0"))
-	h := newHarness(t)
-	var tg fakeTarget
-	opts := append(h.opts(), WithDebounce(40*time.Millisecond))
-	w, err := Watch(path, &tg, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	s := startWatch(t, "r0", WithDebounce(40*time.Millisecond))
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -548,19 +510,19 @@ func TestWatchStreamOfWrites(t *testing.T) {
 			default:
 			}
 			// Not writeAtomic: t.Fatal must stay on the test's goroutine.
-			tmp := path + ".stream~"
-			if err := os.WriteFile(tmp, []byte(fsPolicy(fmt.Sprintf("%s/r%d", dir, i))), 0o600); err != nil {
+			tmp := s.path + ".stream~"
+			if err := os.WriteFile(tmp, []byte(fsPolicy(fmt.Sprintf("%s/r%d", s.base, i))), 0o600); err != nil {
 				t.Error(err)
 				return
 			}
-			if err := os.Rename(tmp, path); err != nil {
+			if err := os.Rename(tmp, s.path); err != nil {
 				t.Error(err)
 				return
 			}
 			time.Sleep(2 * time.Millisecond) // a writer that never pauses for 40ms
 		}
 	}()
-	h.wait(WatchReloaded, nil)
+	s.wait(WatchReloaded, nil)
 	close(stop)
 	<-done
 }
