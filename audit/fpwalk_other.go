@@ -6,4 +6,6 @@ package audit
 // here it does not, and the caller walk uses runtime.Callers.
 const haveFPWalk = false
 
-func fpCallers([]uintptr) int { return 0 }
+func fpCallers([]uintptr) (int, bool) { return 0, false }
+
+func fpWalkFrom(uintptr, []uintptr) (int, bool) { return 0, false }

@@ -78,11 +78,13 @@ func callerStack(skip ...string) []runtime.Frame {
 }
 
 // takeStack fills pcs with the return addresses of its caller's callers,
-// innermost first, by frame pointers where fpWalkOK allows. physical says
-// which walk took them (see firstCaller).
+// innermost first, by frame pointers where fpWalkOK allows and the chain
+// holds. physical says which walk took them (see firstCaller).
 func takeStack(pcs []uintptr) (n int, physical bool) {
 	if fpWalkOK() {
-		return fpCallers(pcs), true
+		if n, complete := fpCallers(pcs); complete {
+			return n, true
+		}
 	}
 	return runtime.Callers(3, pcs), false
 }
@@ -145,9 +147,10 @@ func callerOf(skip []string) *runtime.Frame {
 	var pcs [64]uintptr
 	if fpWalkOK() {
 		// A few nanoseconds a frame: the whole (bounded) stack at once.
-		n := fpCallers(pcs[:])
-		f, _ := firstCaller(pcs[:n], skip, false, true)
-		return f
+		if n, complete := fpCallers(pcs[:]); complete {
+			f, _ := firstCaller(pcs[:n], skip, false, true)
+			return f
+		}
 	}
 	n := runtime.Callers(2, pcs[:16])
 	if f, ok := firstCaller(pcs[:n], skip, n == 16, false); ok {
@@ -294,7 +297,7 @@ func fpProbeInlined() (fp, rc []string, pc0 uintptr) { return fpProbeLeaf() }
 //go:noinline
 func fpProbeLeaf() (fp, rc []string, pc0 uintptr) {
 	var pcs [8]uintptr
-	n := fpCallers(pcs[:])
+	n, _ := fpCallers(pcs[:]) // a walk cut short lists fewer frames: the probe fails
 	fp = probeNames(pcs[:n], true)
 	if n > 0 {
 		pc0 = pcs[0]

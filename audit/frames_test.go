@@ -5,9 +5,11 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/auditguard/auditguard/policy"
 )
@@ -32,6 +34,11 @@ func TestFramePointerWalkProbe(t *testing.T) {
 	if !fpWalkAgrees() {
 		fp, rc, _ := fpProbeOuter()
 		t.Fatalf("the frame-pointer walk disagrees with runtime.Callers:\nfp      %q\nCallers %q", fp, rc)
+	}
+	// A goroutine's own chain ends cleanly at its bottom frame.
+	var pcs [64]uintptr
+	if n, complete := fpCallers(pcs[:]); !complete || n == 0 || n == len(pcs) {
+		t.Fatalf("walk of this goroutine: %d frames, complete %v", n, complete)
 	}
 	_, _, pc0 := fpProbeOuter()
 	if pc0 == 0 {
@@ -185,4 +192,52 @@ func TestCallerWalksAgree(t *testing.T) {
 			t.Fatalf("caller by frame pointers %q, by runtime.Callers %q", fp, rc)
 		}
 	})
+}
+
+// TestFramePointerWalkStopsAtImplausibleFrames runs the walk on chains
+// built in a heap array: it follows frame pointers that climb by a frame,
+// ends cleanly at a zero one, and is cut short (complete false, so the
+// caller walks with runtime.Callers) at one that goes down, jumps more
+// than 1 MiB or is misaligned: what a chain running into the C frames of
+// a cgo callback may hold.
+func TestFramePointerWalkStopsAtImplausibleFrames(t *testing.T) {
+	if !haveFPWalk {
+		t.Skip("no frame-pointer walk on " + runtime.GOARCH)
+	}
+	// Three frames of four words: [saved frame pointer, return address, ...].
+	stack := make([]uintptr, 12)
+	at := func(i int) uintptr { return uintptr(unsafe.Pointer(&stack[i])) }
+	chain := func(second, third uintptr) {
+		stack[0], stack[1] = at(4), 0x1111
+		stack[4], stack[5] = second, 0x2222
+		stack[8], stack[9] = third, 0x3333
+	}
+	for _, tc := range []struct {
+		name          string
+		second, third uintptr
+		want          []uintptr
+		complete      bool
+	}{
+		{"ends at zero", at(8), 0, []uintptr{0x1111, 0x2222, 0x3333}, true},
+		{"goes down", at(0), 0, []uintptr{0x1111, 0x2222}, false},
+		{"stays put", at(4), 0, []uintptr{0x1111, 0x2222}, false},
+		{"jumps over 1 MiB", at(4) + 2<<20, 0, []uintptr{0x1111, 0x2222}, false},
+		{"misaligned", at(8) + 3, 0, []uintptr{0x1111, 0x2222}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chain(tc.second, tc.third)
+			var pcs [8]uintptr
+			n, complete := fpWalkFrom(at(0), pcs[:])
+			runtime.KeepAlive(stack)
+			if !slices.Equal(pcs[:n], tc.want) || complete != tc.complete {
+				t.Fatalf("walk = %#x, complete %v; want %#x, complete %v", pcs[:n], complete, tc.want, tc.complete)
+			}
+		})
+	}
+	// A full buffer is a complete walk of what fits.
+	chain(at(8), 0)
+	var two [2]uintptr
+	if n, complete := fpWalkFrom(at(0), two[:]); n != 2 || !complete {
+		t.Fatalf("walk into 2 slots = %d, complete %v; want 2, true", n, complete)
+	}
 }
