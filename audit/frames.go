@@ -138,15 +138,16 @@ func frameOf(f *runtime.Frame) runtime.Frame {
 
 // callerOf finds the caller on the current goroutine's stack, with the
 // frames skip names passed over: the first frame outside the library, as
-// callerStack finds it. Most stacks reach it within a few frames of the
-// pipeline, so the stack is first unwound only that deep, and by its frame
-// pointers where they can be trusted (fpWalkOK): a denial's caller then
-// costs tens of nanoseconds instead of microseconds.
+// callerStack finds it. Where frame pointers can be trusted (fpWalkOK) it
+// walks them, the whole bounded stack at once, a few nanoseconds a frame:
+// a denial's caller then costs tens of nanoseconds instead of
+// microseconds. Otherwise runtime.Callers unwinds, first only 16 frames
+// deep, since most stacks reach the caller within a few frames of the
+// pipeline.
 // The frame returned is shared (the frame caches) and must not be modified.
 func callerOf(skip []string) *runtime.Frame {
 	var pcs [64]uintptr
 	if fpWalkOK() {
-		// A few nanoseconds a frame: the whole (bounded) stack at once.
 		if n, complete := fpCallers(pcs[:]); complete {
 			f, _ := firstCaller(pcs[:n], skip, false, true)
 			return f
