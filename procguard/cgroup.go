@@ -3,6 +3,8 @@ package procguard
 import (
 	"strconv"
 	"strings"
+
+	"github.com/auditguard/auditguard/policy"
 )
 
 // This file holds what every platform says about a command's cgroup: the
@@ -19,112 +21,113 @@ type cgroupLimits struct {
 	MemoryBytes int64
 }
 
-// cgroupVia is the cgroup version that enforces a fact.
-type cgroupVia uint8
+// CgroupVia is the cgroup version that enforces a limit.
+type CgroupVia uint8
 
 const (
-	viaNone cgroupVia = iota
-	viaV2             // the per-command cgroup v2 directory
-	viaV1             // a per-command directory in a v1 controller's hierarchy
+	CgroupViaNone CgroupVia = iota // nothing enforces it
+	CgroupV2                       // the per-command cgroup v2 directory
+	CgroupV1                       // a per-command directory in a v1 controller's hierarchy
 )
 
-func (v cgroupVia) String() string {
+func (v CgroupVia) String() string {
 	switch v {
-	case viaV2:
+	case CgroupV2:
 		return "v2"
-	case viaV1:
+	case CgroupV1:
 		return "v1"
 	}
 	return "none"
 }
 
-// cgroupKill is how kill reaches every process of a command, including
-// those that left its process group (setsid).
-type cgroupKill uint8
+// CgroupKill is how a kill (timeout, cancel, scope release) reaches every
+// process of a command, including those that left its process group
+// (setsid).
+type CgroupKill uint8
 
 const (
-	// killNone: only the process group is killed.
-	killNone cgroupKill = iota
-	// killV2: one write to the v2 cgroup.kill (kernel 5.14+); the kernel
+	// CgroupKillNone: only the process group is killed.
+	CgroupKillNone CgroupKill = iota
+	// CgroupKillV2: one write to the v2 cgroup.kill (kernel 5.14+); the kernel
 	// kills the whole subtree, forks in flight included.
-	killV2
-	// killV1Freezer: freeze the v1 freezer directory, SIGKILL every member,
+	CgroupKillV2
+	// CgroupKillV1Freezer: freeze the v1 freezer directory, SIGKILL every member,
 	// thaw; frozen members cannot fork while the list is read.
-	killV1Freezer
-	// killV1Signal: SIGKILL every member of a v1 directory until none is
+	CgroupKillV1Freezer
+	// CgroupKillV1Signal: SIGKILL every member of a v1 directory until none is
 	// left (no freezer controller); a tree that forks faster than the loop
 	// kills races it until the deadline, which its pids limit bounds.
-	killV1Signal
+	CgroupKillV1Signal
 )
 
-func (k cgroupKill) String() string {
+func (k CgroupKill) String() string {
 	switch k {
-	case killV2:
+	case CgroupKillV2:
 		return "v2"
-	case killV1Freezer:
+	case CgroupKillV1Freezer:
 		return "v1-freezer"
-	case killV1Signal:
+	case CgroupKillV1Signal:
 		return "v1-signal"
 	}
 	return "none"
 }
 
-// cgroupWhy is why a cgroup fact is missing.
-type cgroupWhy uint8
+// CgroupReason is why a cgroup fact is missing (CgroupInForce: it is not).
+type CgroupReason uint8
 
 const (
-	whyNone         cgroupWhy = iota // not missing
-	whyNotAsked                      // the limit was 0
-	whyDisabled                      // turned off (by a test, or the policy's NoCgroup)
-	whyLinuxOnly                     // this platform has no cgroups
-	whyNoHierarchy                   // no cgroup mount holds this process
-	whyNoController                  // neither v2 nor a v1 mount offers the controller
-	whyNotDelegated                  // v2 has the controller but cannot enable it for children
-	whyNotWritable                   // this process may not make cgroups there
-	whyNoCgroupKill                  // the kernel lacks cgroup.kill (older than 5.14)
-	whySetupFailed                   // making or writing this command's cgroup failed
+	CgroupInForce      CgroupReason = iota // not missing
+	CgroupNotAsked                         // the limit was 0
+	CgroupDisabled                         // turned off (by a test, or the policy's NoCgroup)
+	CgroupLinuxOnly                        // this platform has no cgroups
+	CgroupNoHierarchy                      // no cgroup mount holds this process
+	CgroupNoController                     // neither v2 nor a v1 mount offers the controller
+	CgroupNotDelegated                     // v2 has the controller but cannot enable it for children
+	CgroupNotWritable                      // this process may not make cgroups there
+	CgroupNoKillFile                       // the kernel lacks cgroup.kill (older than 5.14)
+	CgroupSetupFailed                      // making or writing this command's cgroup failed
 )
 
-func (w cgroupWhy) String() string {
+func (w CgroupReason) String() string {
 	switch w {
-	case whyNone:
+	case CgroupInForce:
 		return "ok"
-	case whyNotAsked:
+	case CgroupNotAsked:
 		return "not asked"
-	case whyDisabled:
+	case CgroupDisabled:
 		return "disabled"
-	case whyLinuxOnly:
+	case CgroupLinuxOnly:
 		return "Linux-only"
-	case whyNoHierarchy:
+	case CgroupNoHierarchy:
 		return "no cgroup hierarchy"
-	case whyNoController:
+	case CgroupNoController:
 		return "no controller"
-	case whyNotDelegated:
+	case CgroupNotDelegated:
 		return "controller not delegated"
-	case whyNotWritable:
+	case CgroupNotWritable:
 		return "not writable"
-	case whyNoCgroupKill:
+	case CgroupNoKillFile:
 		return "no cgroup.kill"
-	case whySetupFailed:
+	case CgroupSetupFailed:
 		return "setup failed"
 	}
-	return "cgroupWhy(" + strconv.Itoa(int(w)) + ")"
+	return "CgroupReason(" + strconv.Itoa(int(w)) + ")"
 }
 
-// cgroupLimit is one limit as enforced.
-type cgroupLimit struct {
-	Max int64     // the limit in force; 0: none
-	Via cgroupVia // who enforces it (viaNone when Max is 0)
-	Why cgroupWhy // why there is none (whyNone when Max > 0)
+// CgroupLimit is one limit as enforced.
+type CgroupLimit struct {
+	Max int64        // the limit in force; 0: none
+	Via CgroupVia    // who enforces it (CgroupViaNone when Max is 0)
+	Why CgroupReason // why there is none (CgroupInForce when Max > 0)
 }
 
-// cgroupStatus is what a command's cgroup enforces. Hosts branch on the
-// typed fields; Note is only for people.
-type cgroupStatus struct {
-	Kill    cgroupKill
-	KillWhy cgroupWhy // why Kill is killNone
-	Pids    cgroupLimit
-	Memory  cgroupLimit
+// CgroupStatus is what a command's cgroup enforces (Confinement.Cgroups).
+// Hosts branch on the typed fields; String and Note are for people.
+type CgroupStatus struct {
+	Kill    CgroupKill
+	KillWhy CgroupReason // why Kill is CgroupKillNone
+	Pids    CgroupLimit
+	Memory  CgroupLimit
 	// SwapBounded: Memory.Max bounds memory plus swap (v1
 	// memory.memsw.limit_in_bytes, v2 memory.swap.max = 0). Without it a
 	// tree can also fill swap.
@@ -137,7 +140,7 @@ type cgroupStatus struct {
 
 // String renders the status compactly: "pids=512 (v1) memory=256MiB (v1)
 // kill=v2".
-func (s cgroupStatus) String() string {
+func (s CgroupStatus) String() string {
 	var b strings.Builder
 	b.WriteString("pids=")
 	writeLimit(&b, s.Pids, false, true)
@@ -145,13 +148,13 @@ func (s cgroupStatus) String() string {
 	writeLimit(&b, s.Memory, true, s.SwapBounded)
 	b.WriteString(" kill=")
 	b.WriteString(s.Kill.String())
-	if s.Kill == killNone && s.KillWhy != whyNone {
+	if s.Kill == CgroupKillNone && s.KillWhy != CgroupInForce {
 		b.WriteString(" (" + s.KillWhy.String() + ")")
 	}
 	return b.String()
 }
 
-func writeLimit(b *strings.Builder, l cgroupLimit, bytes, swapBounded bool) {
+func writeLimit(b *strings.Builder, l CgroupLimit, bytes, swapBounded bool) {
 	switch {
 	case l.Max > 0 && bytes:
 		b.WriteString(byteSize(l.Max) + " (" + l.Via.String())
@@ -161,7 +164,7 @@ func writeLimit(b *strings.Builder, l cgroupLimit, bytes, swapBounded bool) {
 		b.WriteString(")")
 	case l.Max > 0:
 		b.WriteString(strconv.FormatInt(l.Max, 10) + " (" + l.Via.String() + ")")
-	case l.Why == whyNotAsked:
+	case l.Why == CgroupNotAsked:
 		b.WriteString("off")
 	default:
 		b.WriteString("none (" + l.Why.String() + ")")
@@ -182,12 +185,31 @@ func byteSize(n int64) string {
 }
 
 // missingStatus is the status of a command that gets no cgroup at all.
-func missingStatus(l cgroupLimits, why cgroupWhy, note string) cgroupStatus {
-	lim := func(v int64) cgroupLimit {
+func missingStatus(l cgroupLimits, why CgroupReason, note string) CgroupStatus {
+	lim := func(v int64) CgroupLimit {
 		if v <= 0 {
-			return cgroupLimit{Why: whyNotAsked}
+			return CgroupLimit{Why: CgroupNotAsked}
 		}
-		return cgroupLimit{Why: why}
+		return CgroupLimit{Why: why}
 	}
-	return cgroupStatus{KillWhy: why, Pids: lim(l.Pids), Memory: lim(l.MemoryBytes), Note: note}
+	return CgroupStatus{KillWhy: why, Pids: lim(l.Pids), Memory: lim(l.MemoryBytes), Note: note}
+}
+
+// noCgroupNote is CgroupNote for a command whose policy turned cgroups off.
+const noCgroupNote = "disabled by the policy (ExecSpec.NoCgroup)"
+
+// makeCgroup makes the command's cgroup for limits, unless the policy
+// turned cgroups off, and records in c.Confinement what it enforces.
+func (c *Cmd) makeCgroup(limits policy.ExecLimits, off bool) *cgroup {
+	if off {
+		c.Confinement.Cgroups = missingStatus(cgroupLimitsOf(limits), CgroupDisabled, noCgroupNote)
+		c.Confinement.CgroupNote = noCgroupNote
+		return nil
+	}
+	cg, st := newCgroup(cgroupLimitsOf(limits))
+	c.Confinement.Cgroups, c.Confinement.CgroupNote = st, st.String()
+	if cg != nil {
+		c.Confinement.Cgroup = cg.dir
+	}
+	return cg
 }

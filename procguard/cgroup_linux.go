@@ -54,11 +54,11 @@ var (
 
 // cgAvail says whether something is usable, and if not, why.
 type cgAvail struct {
-	why  cgroupWhy
+	why  CgroupReason
 	note string
 }
 
-func (a cgAvail) ok() bool { return a.why == whyNone }
+func (a cgAvail) ok() bool { return a.why == CgroupInForce }
 
 // cgSystem is what this host offers; it is found once per process.
 type cgSystem struct {
@@ -81,7 +81,7 @@ var (
 	// cgOffWhy, when discovery found nothing) saying why.
 	cgParent string
 	cgWhy    string
-	cgOffWhy cgroupWhy
+	cgOffWhy CgroupReason
 	cgSeq    atomic.Uint64
 )
 
@@ -217,7 +217,7 @@ func discoverCgroups() *cgSystem {
 		pc, err = readProcCgroup()
 	}
 	if err != nil {
-		a := cgAvail{whyNoHierarchy, err.Error()}
+		a := cgAvail{CgroupNoHierarchy, err.Error()}
 		s.v2Why, s.v2Pids, s.v2Memory = a, a, a
 		for c := range numCtl {
 			s.v1Why[c] = a
@@ -235,12 +235,12 @@ func discoverCgroups() *cgSystem {
 // controllers down to its children when it has them but does not yet, and
 // checks that a child with cgroup.kill can be made there.
 func (s *cgSystem) findV2(ms []cgMount, pc procCgroups) {
-	fail := func(why cgroupWhy, note string) {
+	fail := func(why CgroupReason, note string) {
 		s.v2Why = cgAvail{why, note}
 		s.v2Pids, s.v2Memory = s.v2Why, s.v2Why
 	}
 	if !pc.hasV2 {
-		fail(whyNoHierarchy, "this process is in no cgroup v2 hierarchy")
+		fail(CgroupNoHierarchy, "this process is in no cgroup v2 hierarchy")
 		return
 	}
 	parent := ""
@@ -253,7 +253,7 @@ func (s *cgSystem) findV2(ms []cgMount, pc procCgroups) {
 		}
 	}
 	if parent == "" {
-		fail(whyNoHierarchy, "no cgroup2 mount shows this process's cgroup "+pc.v2)
+		fail(CgroupNoHierarchy, "no cgroup2 mount shows this process's cgroup "+pc.v2)
 		return
 	}
 	have := strings.Fields(cgRead(filepath.Join(parent, "cgroup.controllers")))
@@ -261,7 +261,7 @@ func (s *cgSystem) findV2(ms []cgMount, pc procCgroups) {
 	ctl := func(name string) cgAvail {
 		switch {
 		case !slices.Contains(have, name):
-			return cgAvail{whyNoController, "v2 " + parent + " has no " + name + " controller"}
+			return cgAvail{CgroupNoController, "v2 " + parent + " has no " + name + " controller"}
 		case slices.Contains(handed, name):
 			return cgAvail{}
 		}
@@ -269,7 +269,7 @@ func (s *cgSystem) findV2(ms []cgMount, pc procCgroups) {
 		// processes (any but the root) fails with EBUSY: v2 lets only
 		// leaves hold processes once controllers are handed down.
 		if err := cgWrite(filepath.Join(parent, "cgroup.subtree_control"), "+"+name); err != nil {
-			return cgAvail{whyNotDelegated, "cannot enable " + name + " for children of v2 " + parent + ": " + cgErrText(err)}
+			return cgAvail{CgroupNotDelegated, "cannot enable " + name + " for children of v2 " + parent + ": " + cgErrText(err)}
 		}
 		return cgAvail{}
 	}
@@ -277,12 +277,12 @@ func (s *cgSystem) findV2(ms []cgMount, pc procCgroups) {
 
 	probe := filepath.Join(parent, fmt.Sprintf("auditguard-probe-%d", os.Getpid()))
 	if err := os.Mkdir(probe, 0o755); err != nil {
-		fail(whyNotWritable, "cannot make a cgroup in v2 "+parent+": "+cgErrText(err))
+		fail(CgroupNotWritable, "cannot make a cgroup in v2 "+parent+": "+cgErrText(err))
 		return
 	}
 	defer unix.Rmdir(probe)
 	if !cgExists(filepath.Join(probe, "cgroup.kill")) {
-		fail(whyNoCgroupKill, "the kernel has no cgroup.kill (5.14+)")
+		fail(CgroupNoKillFile, "the kernel has no cgroup.kill (5.14+)")
 		return
 	}
 	for _, c := range []struct {
@@ -290,7 +290,7 @@ func (s *cgSystem) findV2(ms []cgMount, pc procCgroups) {
 		file string
 	}{{&s.v2Pids, "pids.max"}, {&s.v2Memory, "memory.max"}} {
 		if c.a.ok() && !cgExists(filepath.Join(probe, c.file)) {
-			*c.a = cgAvail{whyNoController, "v2 children of " + parent + " lack " + c.file}
+			*c.a = cgAvail{CgroupNoController, "v2 children of " + parent + " lack " + c.file}
 		}
 	}
 	s.v2Swap = s.v2Memory.ok() && cgExists(filepath.Join(probe, "memory.swap.max"))
@@ -303,7 +303,7 @@ func (s *cgSystem) findV1(c cgCtl, ms []cgMount, pc procCgroups) {
 	name := ctlNames[c]
 	rel, ok := pc.v1[name]
 	if !ok {
-		s.v1Why[c] = cgAvail{whyNoController, "no v1 " + name + " hierarchy holds this process"}
+		s.v1Why[c] = cgAvail{CgroupNoController, "no v1 " + name + " hierarchy holds this process"}
 		return
 	}
 	parent := ""
@@ -317,17 +317,17 @@ func (s *cgSystem) findV1(c cgCtl, ms []cgMount, pc procCgroups) {
 		}
 	}
 	if parent == "" {
-		s.v1Why[c] = cgAvail{whyNoController, "no v1 " + name + " mount shows this process's cgroup " + rel}
+		s.v1Why[c] = cgAvail{CgroupNoController, "no v1 " + name + " mount shows this process's cgroup " + rel}
 		return
 	}
 	probe := filepath.Join(parent, fmt.Sprintf("auditguard-probe-%d", os.Getpid()))
 	if err := os.Mkdir(probe, 0o755); err != nil {
-		s.v1Why[c] = cgAvail{whyNotWritable, "cannot make a cgroup in v1 " + parent + ": " + cgErrText(err)}
+		s.v1Why[c] = cgAvail{CgroupNotWritable, "cannot make a cgroup in v1 " + parent + ": " + cgErrText(err)}
 		return
 	}
 	defer unix.Rmdir(probe)
 	if !cgExists(filepath.Join(probe, ctlFile[c])) {
-		s.v1Why[c] = cgAvail{whyNoController, "v1 " + parent + " has no " + ctlFile[c]}
+		s.v1Why[c] = cgAvail{CgroupNoController, "v1 " + parent + " has no " + ctlFile[c]}
 		return
 	}
 	if c == ctlMemory {
@@ -423,13 +423,13 @@ type cgFailures [numCtl + 1]cgAvail
 // they enforce. It never fails: a missing cgroup or limit is a fact of the
 // status (the caller decides whether it is fatal), and a nil *cgroup is
 // valid.
-func newCgroup(l cgroupLimits) (*cgroup, cgroupStatus) {
+func newCgroup(l cgroupLimits) (*cgroup, CgroupStatus) {
 	cgOnce.Do(findCgroupParent)
 	retryLeftovers()
 	if cgParent == "" {
 		why := cgOffWhy
-		if why == whyNone {
-			why = whyDisabled // discovery found cgroups; they were turned off
+		if why == CgroupInForce {
+			why = CgroupDisabled // discovery found cgroups; they were turned off
 		}
 		return nil, missingStatus(l, why, cgWhy)
 	}
@@ -450,7 +450,7 @@ func newCgroup(l cgroupLimits) (*cgroup, cgroupStatus) {
 		g, err := s.makeCgroup(sh, &fails)
 		if err != nil && v2 {
 			// Without the v2 directory, use what v1 offers.
-			fails[numCtl] = cgAvail{whySetupFailed, err.Error()}
+			fails[numCtl] = cgAvail{CgroupSetupFailed, err.Error()}
 			v2 = false
 			continue
 		}
@@ -490,7 +490,7 @@ func (s *cgSystem) makeCgroup(sh cgShape, fails *cgFailures) (*cgroup, error) {
 		}
 		dir := filepath.Join(s.v1[c], name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
-			fails[c] = cgAvail{whySetupFailed, "cannot make a v1 " + ctlNames[c] + " cgroup: " + cgErrText(err)}
+			fails[c] = cgAvail{CgroupSetupFailed, "cannot make a v1 " + ctlNames[c] + " cgroup: " + cgErrText(err)}
 			continue
 		}
 		g.v1[c] = dir
@@ -511,15 +511,15 @@ func (s *cgSystem) makeCgroup(sh cgShape, fails *cgFailures) (*cgroup, error) {
 // setLimits writes limits l (only those that differ from what is written)
 // and returns the status. An error means a write failed; the status then
 // records the limit as missing.
-func (g *cgroup) setLimits(s *cgSystem, l cgroupLimits, fails cgFailures) (cgroupStatus, error) {
+func (g *cgroup) setLimits(s *cgSystem, l cgroupLimits, fails cgFailures) (CgroupStatus, error) {
 	st := s.status(g, l, fails)
 	var notes []string
 	if st.Note != "" {
 		notes = append(notes, st.Note)
 	}
 	var errs []error
-	fail := func(lim *cgroupLimit, what string, err error) {
-		*lim = cgroupLimit{Why: whySetupFailed}
+	fail := func(lim *CgroupLimit, what string, err error) {
+		*lim = CgroupLimit{Why: CgroupSetupFailed}
 		notes = append(notes, what+": "+cgErrText(err))
 		errs = append(errs, err)
 	}
@@ -532,8 +532,8 @@ func (g *cgroup) setLimits(s *cgSystem, l cgroupLimits, fails cgFailures) (cgrou
 				g.lim.Pids = l.Pids
 			}
 		}
-		if l.Pids > 0 && st.Pids.Why == whyNone {
-			st.Pids = cgroupLimit{Max: l.Pids, Via: via}
+		if l.Pids > 0 && st.Pids.Why == CgroupInForce {
+			st.Pids = CgroupLimit{Max: l.Pids, Via: via}
 		}
 	}
 
@@ -562,7 +562,7 @@ func (g *cgroup) setLimits(s *cgSystem, l cgroupLimits, fails cgFailures) (cgrou
 			notes = append(notes, "swap is not bounded: v2 has no memory.swap.max")
 		}
 		if l.MemoryBytes > 0 {
-			st.Memory = cgroupLimit{Max: l.MemoryBytes, Via: viaV2}
+			st.Memory = CgroupLimit{Max: l.MemoryBytes, Via: CgroupV2}
 			st.SwapBounded = g.swapBounded
 		}
 	case g.v1[ctlMemory] != "":
@@ -571,7 +571,7 @@ func (g *cgroup) setLimits(s *cgSystem, l cgroupLimits, fails cgFailures) (cgrou
 			break
 		}
 		if l.MemoryBytes > 0 {
-			st.Memory = cgroupLimit{Max: l.MemoryBytes, Via: viaV1}
+			st.Memory = CgroupLimit{Max: l.MemoryBytes, Via: CgroupV1}
 			st.SwapBounded = g.swapBounded
 			if !g.swapBounded {
 				notes = append(notes, "swap is not bounded: no writable memory.memsw.limit_in_bytes")
@@ -583,14 +583,14 @@ func (g *cgroup) setLimits(s *cgSystem, l cgroupLimits, fails cgFailures) (cgrou
 }
 
 // pidsFile is the pids.max of the command's cgroup, and who enforces it.
-func (g *cgroup) pidsFile(s *cgSystem) (string, cgroupVia) {
+func (g *cgroup) pidsFile(s *cgSystem) (string, CgroupVia) {
 	switch {
 	case g.v2 != "" && s.v2Pids.ok():
-		return filepath.Join(g.v2, "pids.max"), viaV2
+		return filepath.Join(g.v2, "pids.max"), CgroupV2
 	case g.v1[ctlPids] != "":
-		return filepath.Join(g.v1[ctlPids], "pids.max"), viaV1
+		return filepath.Join(g.v1[ctlPids], "pids.max"), CgroupV1
 	}
-	return "", viaNone
+	return "", CgroupViaNone
 }
 
 // setV1Memory writes memory.limit_in_bytes and, when the kernel accounts
@@ -637,8 +637,8 @@ func cgLimitValue(n int64, none string) string {
 
 // status is what g (nil: no cgroup) enforces before the limits are
 // written: how it kills, and why a limit asked has nowhere to go.
-func (s *cgSystem) status(g *cgroup, l cgroupLimits, fails cgFailures) cgroupStatus {
-	var st cgroupStatus
+func (s *cgSystem) status(g *cgroup, l cgroupLimits, fails cgFailures) CgroupStatus {
+	var st CgroupStatus
 	var notes []string
 	switch {
 	case g == nil:
@@ -646,17 +646,17 @@ func (s *cgSystem) status(g *cgroup, l cgroupLimits, fails cgFailures) cgroupSta
 		if !fails[numCtl].ok() {
 			st.KillWhy = fails[numCtl].why
 		}
-		if st.KillWhy == whyNone {
-			st.KillWhy = whySetupFailed
+		if st.KillWhy == CgroupInForce {
+			st.KillWhy = CgroupSetupFailed
 		}
 	case g.v2 != "":
-		st.Kill = killV2
+		st.Kill = CgroupKillV2
 	case g.v1[ctlFreezer] != "":
-		st.Kill = killV1Freezer
+		st.Kill = CgroupKillV1Freezer
 	default:
-		st.Kill = killV1Signal
+		st.Kill = CgroupKillV1Signal
 	}
-	if st.Kill == killNone || (g != nil && g.v2 == "") {
+	if st.Kill == CgroupKillNone || (g != nil && g.v2 == "") {
 		a := fails[numCtl]
 		if a.ok() {
 			a = s.v2Why
@@ -675,16 +675,16 @@ func (s *cgSystem) status(g *cgroup, l cgroupLimits, fails cgFailures) cgroupSta
 	for _, c := range []struct {
 		ctl   cgCtl
 		asked bool
-		lim   *cgroupLimit
+		lim   *CgroupLimit
 	}{{ctlPids, l.Pids > 0, &st.Pids}, {ctlMemory, l.MemoryBytes > 0, &st.Memory}} {
 		switch {
 		case !c.asked:
-			*c.lim = cgroupLimit{Why: whyNotAsked}
+			*c.lim = CgroupLimit{Why: CgroupNotAsked}
 		case g != nil && ((g.v2 != "" && s.v2Ctl(c.ctl).ok()) || g.v1[c.ctl] != ""):
 			// setLimits fills it in.
 		default:
 			a := s.missing(c.ctl, g != nil && g.v2 != "", fails)
-			*c.lim = cgroupLimit{Why: a.why}
+			*c.lim = CgroupLimit{Why: a.why}
 			notes = append(notes, ctlNames[c.ctl]+": "+a.note)
 		}
 	}
@@ -703,12 +703,12 @@ func (s *cgSystem) missing(c cgCtl, haveV2 bool, fails cgFailures) cgAvail {
 		v2 = fails[numCtl]
 	}
 	switch {
-	case v1.why != whyNoController && !v1.ok():
+	case v1.why != CgroupNoController && !v1.ok():
 		return v1
-	case v2.why != whyNoController && !v2.ok():
+	case v2.why != CgroupNoController && !v2.ok():
 		return v2
 	}
-	return cgAvail{whyNoController, v2.note + "; " + v1.note}
+	return cgAvail{CgroupNoController, v2.note + "; " + v1.note}
 }
 
 // attach makes the child start inside the v2 cgroup (clone3

@@ -50,7 +50,7 @@ var cgLayouts = []struct {
 func cgWithout(t *testing.T, freezer bool) *cgSystem {
 	s := cgTestSystem(t)
 	v := *s
-	off := cgAvail{whyDisabled, "turned off by the test"}
+	off := cgAvail{CgroupDisabled, "turned off by the test"}
 	v.v2, v.v2Why, v.v2Pids, v.v2Memory, v.v2Swap = "", off, off, off, false
 	if freezer {
 		v.v1[ctlFreezer], v.v1Why[ctlFreezer] = "", off
@@ -70,7 +70,7 @@ func cgWithout(t *testing.T, freezer bool) *cgSystem {
 
 // newTestCgroup makes a cgroup whose directories the test's cleanup
 // removes, whatever happens, and leaves no pooled cgroup behind.
-func newTestCgroup(t *testing.T, l cgroupLimits) (*cgroup, cgroupStatus) {
+func newTestCgroup(t *testing.T, l cgroupLimits) (*cgroup, CgroupStatus) {
 	t.Helper()
 	g, st := newCgroup(l)
 	t.Logf("status: %v; dirs %v; note: %s", st, st.Dirs, st.Note)
@@ -442,7 +442,7 @@ func TestCgroupJoinV1(t *testing.T) {
 					t.Errorf("/proc/%d/cgroup does not name %s:\n%s", pid, filepath.Base(d), self)
 				}
 			}
-			if st.Pids.Via == viaV1 && !slices.Contains(strings.Fields(cgRead(filepath.Join(g.v1[ctlPids], "cgroup.procs"))), strconv.Itoa(pid)) {
+			if st.Pids.Via == CgroupV1 && !slices.Contains(strings.Fields(cgRead(filepath.Join(g.v1[ctlPids], "cgroup.procs"))), strconv.Itoa(pid)) {
 				t.Error("the pids limit's directory does not hold the child")
 			}
 			g.kill()
@@ -485,18 +485,18 @@ func TestCgroupPoolRewritesLimits(t *testing.T) {
 
 func TestCgroupStatusString(t *testing.T) {
 	tests := []struct {
-		st   cgroupStatus
+		st   CgroupStatus
 		want string
 	}{
-		{cgroupStatus{Kill: killV2, Pids: cgroupLimit{Max: 512, Via: viaV1}, Memory: cgroupLimit{Max: 256 << 20, Via: viaV1}, SwapBounded: true},
+		{CgroupStatus{Kill: CgroupKillV2, Pids: CgroupLimit{Max: 512, Via: CgroupV1}, Memory: CgroupLimit{Max: 256 << 20, Via: CgroupV1}, SwapBounded: true},
 			"pids=512 (v1) memory=256MiB (v1) kill=v2"},
-		{cgroupStatus{Kill: killV1Freezer, Pids: cgroupLimit{Max: 64, Via: viaV1}, Memory: cgroupLimit{Max: 1 << 30, Via: viaV1}},
+		{CgroupStatus{Kill: CgroupKillV1Freezer, Pids: CgroupLimit{Max: 64, Via: CgroupV1}, Memory: CgroupLimit{Max: 1 << 30, Via: CgroupV1}},
 			"pids=64 (v1) memory=1GiB (v1, swap unbounded) kill=v1-freezer"},
-		{cgroupStatus{Kill: killV2, Pids: cgroupLimit{Why: whyNotDelegated}, Memory: cgroupLimit{Why: whyNotAsked}},
+		{CgroupStatus{Kill: CgroupKillV2, Pids: CgroupLimit{Why: CgroupNotDelegated}, Memory: CgroupLimit{Why: CgroupNotAsked}},
 			"pids=none (controller not delegated) memory=off kill=v2"},
-		{missingStatus(cgroupLimits{Pids: 512}, whyNoCgroupKill, ""),
+		{missingStatus(cgroupLimits{Pids: 512}, CgroupNoKillFile, ""),
 			"pids=none (no cgroup.kill) memory=off kill=none (no cgroup.kill)"},
-		{cgroupStatus{Kill: killV2, Pids: cgroupLimit{Max: 5, Via: viaV2}, Memory: cgroupLimit{Max: 1000, Via: viaV2}, SwapBounded: true},
+		{CgroupStatus{Kill: CgroupKillV2, Pids: CgroupLimit{Max: 5, Via: CgroupV2}, Memory: CgroupLimit{Max: 1000, Via: CgroupV2}, SwapBounded: true},
 			"pids=5 (v2) memory=1000B (v2) kill=v2"},
 	}
 	for _, tt := range tests {
@@ -557,11 +557,11 @@ func TestCgroupMountPath(t *testing.T) {
 // missing, on each layout (made up: no cgroup is touched).
 func TestCgroupPlan(t *testing.T) {
 	ok := cgAvail{}
-	noCtl := cgAvail{whyNoController, "absent"}
-	busy := cgAvail{whyNotDelegated, "EBUSY"}
+	noCtl := cgAvail{CgroupNoController, "absent"}
+	busy := cgAvail{CgroupNotDelegated, "EBUSY"}
 	pureV2 := &cgSystem{v2: "/v2", v2Pids: ok, v2Memory: ok, v2Swap: true, v1Why: [numCtl]cgAvail{noCtl, noCtl, noCtl}}
 	hybrid := &cgSystem{v2: "/v2", v2Pids: noCtl, v2Memory: noCtl, v1: [numCtl]string{"/p", "/m", "/f"}}
-	pureV1 := &cgSystem{v2Why: cgAvail{whyNoHierarchy, "none"}, v2Pids: noCtl, v2Memory: noCtl, v1: [numCtl]string{"/p", "/m", "/f"}}
+	pureV1 := &cgSystem{v2Why: cgAvail{CgroupNoHierarchy, "none"}, v2Pids: noCtl, v2Memory: noCtl, v1: [numCtl]string{"/p", "/m", "/f"}}
 	undelegated := &cgSystem{v2: "/v2", v2Pids: busy, v2Memory: busy, v1Why: [numCtl]cgAvail{noCtl, noCtl, noCtl}}
 	both := cgroupLimits{Pids: 512, MemoryBytes: 1 << 30}
 	tests := []struct {
@@ -569,17 +569,17 @@ func TestCgroupPlan(t *testing.T) {
 		s       *cgSystem
 		l       cgroupLimits
 		shape   cgShape
-		kill    cgroupKill
-		pidsWhy cgroupWhy // for a limit asked but missing
+		kill    CgroupKill
+		pidsWhy CgroupReason // for a limit asked but missing
 	}{
-		{"pure v2", pureV2, both, shapeV2, killV2, whyNone},
-		{"pure v2, no limits", pureV2, cgroupLimits{}, shapeV2, killV2, whyNotAsked},
-		{"hybrid", hybrid, both, shapeV2 | shapeV1Pids | shapeV1Memory, killV2, whyNone},
-		{"hybrid, pids only", hybrid, cgroupLimits{Pids: 10}, shapeV2 | shapeV1Pids, killV2, whyNone},
-		{"hybrid, no limits", hybrid, cgroupLimits{}, shapeV2, killV2, whyNotAsked},
-		{"pure v1", pureV1, both, shapeV1Pids | shapeV1Memory | shapeV1Freezer, killV1Freezer, whyNone},
-		{"pure v1, no limits", pureV1, cgroupLimits{}, shapeV1Freezer, killV1Freezer, whyNotAsked},
-		{"v2 controllers not delegated", undelegated, both, shapeV2, killV2, whyNotDelegated},
+		{"pure v2", pureV2, both, shapeV2, CgroupKillV2, CgroupInForce},
+		{"pure v2, no limits", pureV2, cgroupLimits{}, shapeV2, CgroupKillV2, CgroupNotAsked},
+		{"hybrid", hybrid, both, shapeV2 | shapeV1Pids | shapeV1Memory, CgroupKillV2, CgroupInForce},
+		{"hybrid, pids only", hybrid, cgroupLimits{Pids: 10}, shapeV2 | shapeV1Pids, CgroupKillV2, CgroupInForce},
+		{"hybrid, no limits", hybrid, cgroupLimits{}, shapeV2, CgroupKillV2, CgroupNotAsked},
+		{"pure v1", pureV1, both, shapeV1Pids | shapeV1Memory | shapeV1Freezer, CgroupKillV1Freezer, CgroupInForce},
+		{"pure v1, no limits", pureV1, cgroupLimits{}, shapeV1Freezer, CgroupKillV1Freezer, CgroupNotAsked},
+		{"v2 controllers not delegated", undelegated, both, shapeV2, CgroupKillV2, CgroupNotDelegated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,8 +26,8 @@ var (
 
 func findCgroupParent() {}
 
-func newCgroup(l cgroupLimits) (*cgroup, cgroupStatus) {
-	return nil, missingStatus(l, whyLinuxOnly, cgLinuxOnly)
+func newCgroup(l cgroupLimits) (*cgroup, CgroupStatus) {
+	return nil, missingStatus(l, CgroupLinuxOnly, cgLinuxOnly)
 }
 
 func (g *cgroup) attach(*syscall.SysProcAttr) {}

@@ -97,8 +97,11 @@ type Confinement struct {
 	// ProcessGroup is the child's process group id (its pid).
 	ProcessGroup int
 	// Cgroup is the per-command cgroup v2 directory, "" with CgroupNote
-	// saying why there is none.
+	// saying why there is none. Cgroups is what the command's cgroup
+	// enforces (the pids and memory limits, how a kill reaches every
+	// process, why a fact is missing), and CgroupNote renders it.
 	Cgroup     string
+	Cgroups    CgroupStatus
 	CgroupNote string
 	// Rlimits lists the limits applied ("cpu=10s", "nofile=256").
 	Rlimits []string

@@ -118,7 +118,8 @@ func (c *Cmd) startDouble(d Double, pr *prepared) error {
 		stdin = bytes.NewReader(nil)
 	}
 	timeout := commandTimeout(spec, c.Timeout)
-	c.Confinement = Confinement{Timeout: timeout, SandboxNote: NoteDouble, LandlockNote: NoteDouble, CgroupNote: NoteDouble}
+	c.Confinement = Confinement{Timeout: timeout, SandboxNote: NoteDouble, LandlockNote: NoteDouble, CgroupNote: NoteDouble,
+		Cgroups: missingStatus(cgroupLimits{}, CgroupDisabled, NoteDouble)}
 
 	run := &doubleRun{done: make(chan struct{}), finished: make(chan struct{})}
 	c.double = run

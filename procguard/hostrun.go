@@ -126,17 +126,7 @@ func StartHost(ctx context.Context, h *HostCommand) (*HostProcess, error) {
 	spec := c.sandboxSpec(pr, env, rs, limits)
 	spec.Path = real
 
-	var cg *cgroup
-	if es.NoCgroup {
-		c.Confinement.CgroupNote = "disabled by the policy (ExecSpec.NoCgroup)"
-	} else {
-		var st cgroupStatus
-		cg, st = newCgroup(cgroupLimitsOf(limits))
-		c.Confinement.CgroupNote = st.String()
-		if cg != nil {
-			c.Confinement.Cgroup = cg.dir
-		}
-	}
+	cg := c.makeCgroup(limits, es.NoCgroup)
 	c.WaitDelay = h.WaitDelay
 	if c.WaitDelay <= 0 {
 		c.WaitDelay = DefaultWaitDelay

@@ -495,8 +495,14 @@ func TestSandboxProcessLimit(t *testing.T) {
 	c := procguard.CommandContext(ctx, "sh", "-c", `for i in $(seq 60); do sleep 2 & done; wait`)
 	c.Dir = e.dir
 	out, err := c.CombinedOutput()
-	if !strings.Contains(c.Confinement.CgroupNote, "pids=30") {
+	if pids := c.Confinement.Cgroups.Pids; pids.Max != 30 {
+		if pids.Max != 0 || pids.Why == procguard.CgroupInForce {
+			t.Fatalf("pids limit %+v for a policy of 30 (%s)", pids, c.Confinement.CgroupNote)
+		}
 		t.Skipf("no pids controller here: %s", c.Confinement.CgroupNote)
+	}
+	if !strings.Contains(c.Confinement.CgroupNote, "pids=30") {
+		t.Fatalf("the note %q does not render the limit", c.Confinement.CgroupNote)
 	}
 	// dash gives up at the first failed fork ("Cannot fork"), bash
 	// reports each; either way the script ends on its own, not killed.

@@ -121,17 +121,9 @@ func (c *Cmd) Start() error {
 	}
 	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	var cg *cgroup
-	if spec.NoCgroup {
-		c.Confinement.CgroupNote = "disabled by the policy (ExecSpec.NoCgroup)"
-	} else {
-		var st cgroupStatus
-		cg, st = newCgroup(cgroupLimitsOf(spec.Limits))
-		c.Confinement.CgroupNote = st.String()
-	}
+	cg := c.makeCgroup(spec.Limits, spec.NoCgroup)
 	if cg != nil {
 		cg.attach(x.SysProcAttr)
-		c.Confinement.Cgroup = cg.dir
 	}
 	proc, err := c.launch(pr, x, cg, env)
 	if err != nil {

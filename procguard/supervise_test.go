@@ -158,6 +158,9 @@ func TestNoCgroupSwitch(t *testing.T) {
 	if c.Confinement.Cgroup != "" || !strings.Contains(c.Confinement.CgroupNote, "NoCgroup") {
 		t.Fatalf("%+v", c.Confinement)
 	}
+	if cg := c.Confinement.Cgroups; cg.Kill != procguard.CgroupKillNone || cg.KillWhy != procguard.CgroupDisabled || cg.Pids.Max != 0 {
+		t.Fatalf("cgroup facts %+v, want no kill and no limits, disabled", cg)
+	}
 }
 
 func TestOutputCap(t *testing.T) {
