@@ -862,15 +862,21 @@ func (g *cgroup) destroy() {
 // A cgroup is only pooled when no process is left in it and it was never
 // killed, and only one command uses it at a time. Cgroups are kept by
 // shape, so a command gets one with the directories it needs; setLimits
-// rewrites the limits that differ.
-var cgPool = cgroupPool{free: map[cgShape][]*cgroup{}}
+// rewrites the limits that differ. The pool empties itself once no cgroup
+// has come back to it for idleAfter: a burst of commands reuses its
+// cgroups, and a host that stops running commands keeps none. (A host
+// that exits sooner leaves at most cgPoolMax empty directories, which the
+// next host's first command removes: cleanStale.)
+var cgPool = cgroupPool{free: map[cgShape][]*cgroup{}, idleAfter: 5 * time.Second}
 
 const cgPoolMax = 8
 
 type cgroupPool struct {
 	sync.Mutex
-	free map[cgShape][]*cgroup
-	n    int
+	free      map[cgShape][]*cgroup
+	n         int
+	idleAfter time.Duration
+	idle      *time.Timer // runs drain idleAfter after the last put
 }
 
 func (p *cgroupPool) get(sh cgShape) *cgroup {
@@ -894,7 +900,27 @@ func (p *cgroupPool) put(g *cgroup) bool {
 	}
 	p.free[g.shape] = append(p.free[g.shape], g)
 	p.n++
+	if p.idle == nil {
+		p.idle = time.AfterFunc(p.idleAfter, p.drain)
+	} else {
+		p.idle.Reset(p.idleAfter)
+	}
 	return true
+}
+
+// drain removes every pooled cgroup.
+func (p *cgroupPool) drain() {
+	p.Lock()
+	var all []*cgroup
+	for sh, l := range p.free {
+		all = append(all, l...)
+		delete(p.free, sh)
+	}
+	p.n = 0
+	p.Unlock()
+	for _, g := range all {
+		g.destroy()
+	}
 }
 
 // cgLeft are directories destroy could not remove.

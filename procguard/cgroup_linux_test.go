@@ -89,17 +89,65 @@ func newTestCgroup(t *testing.T, l cgroupLimits) (*cgroup, CgroupStatus) {
 	return g, st
 }
 
-func emptyCgroupPool() {
+func emptyCgroupPool() { cgPool.drain() }
+
+// TestCgroupPoolDrainsWhenIdle: the cgroups a command gave back to the
+// pool are removed once no other came back for the pool's idle time, so a
+// host that stops running commands leaves no cgroup behind.
+func TestCgroupPoolDrainsWhenIdle(t *testing.T) {
+	cgTestSystem(t)
+	emptyCgroupPool()
 	cgPool.Lock()
-	var all []*cgroup
-	for sh, l := range cgPool.free {
-		all = append(all, l...)
-		delete(cgPool.free, sh)
+	old := cgPool.idleAfter
+	cgPool.idleAfter = 200 * time.Millisecond
+	if cgPool.idle != nil {
+		cgPool.idle.Reset(cgPool.idleAfter)
 	}
-	cgPool.n = 0
 	cgPool.Unlock()
-	for _, g := range all {
-		g.destroy()
+	t.Cleanup(func() {
+		cgPool.Lock()
+		cgPool.idleAfter = old
+		cgPool.Unlock()
+	})
+	// Not newTestCgroup: once pooled, g belongs to the pool's timer, and
+	// the cleanup must not touch it; it removes what is left by name.
+	g, st := newCgroup(cgroupLimits{Pids: 10})
+	t.Cleanup(func() {
+		emptyCgroupPool()
+		for _, d := range st.Dirs {
+			if cgExists(d) {
+				rmCgroupTree(d)
+				t.Errorf("%s left behind", d)
+			}
+		}
+	})
+	if g == nil {
+		t.Skipf("no cgroup here: %v (%s)", st, st.Note)
+	}
+	g.remove() // empty, never killed: pooled
+	if cgPool.get(g.shape) != g {
+		t.Fatal("the empty cgroup was not pooled")
+	}
+	g.remove() // back again: the idle clock starts now
+	for _, d := range st.Dirs {
+		if !cgExists(d) {
+			t.Fatalf("%s removed while pooled", d)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, d := range st.Dirs {
+		for cgExists(d) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if cgExists(d) {
+			t.Fatalf("%s still there %v after the pool went idle", d, 10*time.Second)
+		}
+	}
+	cgPool.Lock()
+	n := cgPool.n
+	cgPool.Unlock()
+	if n != 0 {
+		t.Fatalf("%d cgroups still pooled", n)
 	}
 }
 
