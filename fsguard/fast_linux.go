@@ -224,8 +224,12 @@ type pin struct {
 	st      syscall.Stat_t
 }
 
-// release gives back what the pin holds; it may be called more than once.
+// release gives back what the pin holds; it may be called more than once,
+// and on a nil pin.
 func (p *pin) release() {
+	if p == nil {
+		return
+	}
 	if p.hasFd {
 		unix.Close(p.fd)
 		p.hasFd = false
@@ -460,8 +464,9 @@ func (f *Fs) pinRename(c *call, po, pn string) bool {
 		return false
 	}
 	c.p.pd = pdo
+	c.p2 = new(pin)
 	if d := f.rootFor(pn); d != c.p.dir {
-		if !f.pinRoot(&c.p2, pn, "") {
+		if !f.pinRoot(c.p2, pn, "") {
 			c.p.release()
 			return false
 		}

@@ -779,7 +779,7 @@ func (f *Fs) Rename(oldname, newname string) error {
 		return err
 	}
 	if fast {
-		return c.fail(rename(&c.p, &c.p2))
+		return c.fail(rename(&c.p, c.p2))
 	}
 	err := f.twoNames(c.r.path, c.r2.path,
 		func(r *os.Root, a, b string) error { return r.Rename(a, b) },
