@@ -8,3 +8,6 @@ func SetFastPaths(on bool) (restore func()) {
 	fastOff.Store(!on)
 	return func() { fastOff.Store(old) }
 }
+
+// ONoFollow is open(2)'s O_NOFOLLOW, where the system has one (0 otherwise).
+const ONoFollow = oNoFollow

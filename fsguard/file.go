@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -195,9 +194,7 @@ func (g *File) check(op policy.Op, opName string) error {
 	req := &pathReq{op: op, path: path, cwd: f.getwd()}
 	if !f.opts.multiLinkWrites {
 		if fi, err := g.f.Stat(); err == nil && fi.Mode().IsRegular() {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				req.nlink = uint64(st.Nlink)
-			}
+			req.nlink = linkCount(fi)
 		}
 	}
 	if err := f.check(ev, req); err != nil {

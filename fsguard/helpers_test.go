@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/auditguard/auditguard/audit"
@@ -101,8 +100,8 @@ func snapshot(t testing.TB, dir string) map[string]string {
 		if err != nil {
 			return err
 		}
-		st := fi.Sys().(*syscall.Stat_t)
-		desc := fmt.Sprintf("%v uid=%d gid=%d nlink=%d mtime=%d size=%d", fi.Mode(), st.Uid, st.Gid, st.Nlink,
+		uid, gid, nlink := ownerOf(fi)
+		desc := fmt.Sprintf("%v uid=%d gid=%d nlink=%d mtime=%d size=%d", fi.Mode(), uid, gid, nlink,
 			fi.ModTime().UnixNano(), fi.Size())
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:

@@ -131,7 +131,7 @@ func (f *Fs) openByName(c *call, perm os.FileMode) (afero.File, error) {
 // is open while they decide (a denial closes it): opening a FIFO or a
 // device that a callback then refuses has the effect of opening it.
 func (f *Fs) openRead(c *call) (afero.File, error) {
-	c.follow = c.flag&syscall.O_NOFOLLOW == 0
+	c.follow = c.flag&oNoFollow == 0
 	for try := 1; ; try++ {
 		if err := f.locate(c, pinRead); err != nil {
 			return nil, err
@@ -182,7 +182,7 @@ func (f *Fs) isLink(r resolved) bool {
 // one created, only after it.
 func (f *Fs) openWrite(c *call, perm os.FileMode) (afero.File, error) {
 	flag := c.flag
-	c.follow = flag&syscall.O_NOFOLLOW == 0 && flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
+	c.follow = flag&oNoFollow == 0 && flag&(os.O_CREATE|os.O_EXCL) != os.O_CREATE|os.O_EXCL
 	c.linkRule = true
 	for try := 1; ; try++ {
 		if err := f.locate(c, pinWrite); err != nil {
@@ -211,7 +211,7 @@ func (f *Fs) openWrite(c *call, perm os.FileMode) (afero.File, error) {
 // openWriteInRoot is the act of a write open on the slow route: through
 // the write root's os.Root, or on the base when no root holds the path.
 func (f *Fs) openWriteInRoot(c *call, perm os.FileMode) (afero.File, error) {
-	if c.flag&syscall.O_NOFOLLOW != 0 && f.isLink(c.r) {
+	if c.flag&oNoFollow != 0 && f.isLink(c.r) {
 		// os.Root resolves a final link itself; keep open(2)'s answer.
 		return nil, c.fail(syscall.ELOOP)
 	}
@@ -1085,7 +1085,7 @@ func flagString(flag int) string {
 		name string
 	}{
 		{os.O_WRONLY, "O_WRONLY"}, {os.O_RDWR, "O_RDWR"}, {os.O_CREATE, "O_CREATE"}, {os.O_EXCL, "O_EXCL"},
-		{os.O_TRUNC, "O_TRUNC"}, {os.O_APPEND, "O_APPEND"}, {os.O_SYNC, "O_SYNC"}, {syscall.O_NOFOLLOW, "O_NOFOLLOW"},
+		{os.O_TRUNC, "O_TRUNC"}, {os.O_APPEND, "O_APPEND"}, {os.O_SYNC, "O_SYNC"}, {oNoFollow, "O_NOFOLLOW"},
 	}
 	out := ""
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {

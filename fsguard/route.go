@@ -303,10 +303,7 @@ func (f *Fs) nlinkAt(r resolved) uint64 {
 	if !fi.Mode().IsRegular() {
 		return 0
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 0
+	return linkCount(fi)
 }
 
 // entry is the route of a call on one entry with nothing to act: the

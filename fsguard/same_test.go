@@ -104,7 +104,7 @@ func TestSameAsOsFs(t *testing.T) {
 					return writeWith(fsys, d+"/link", os.O_WRONLY|os.O_CREATE|os.O_EXCL, "!")
 				}},
 				{"nofollow through link", func(fsys afero.Fs, d string) (string, error) {
-					return writeWith(fsys, d+"/link", os.O_WRONLY|syscall.O_NOFOLLOW, "!")
+					return writeWith(fsys, d+"/link", os.O_WRONLY|fsguard.ONoFollow, "!")
 				}},
 				{"dangling link inside", func(fsys afero.Fs, d string) (string, error) {
 					return "", fsys.(afero.Linker).SymlinkIfPossible("target.txt", d+"/dl")

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -151,7 +150,9 @@ func init() {
 		return "", nil
 	})
 	isolate.MustRegister("kill-self", func(ctx context.Context, _ struct{}) (string, error) {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		if self, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = self.Kill() // SIGKILL on Unix
+		}
 		time.Sleep(time.Minute)
 		return "", nil
 	})

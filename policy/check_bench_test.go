@@ -5,8 +5,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // BenchmarkCheckPath measures the decision on an already resolved path with
@@ -78,12 +76,4 @@ func benchCheck(b *testing.B, p *Policy, path string, allowed bool) {
 		}
 	}
 	b.ReportMetric(float64(threadCPU(b)-start)/float64(b.N), "cpu-ns/op")
-}
-
-func threadCPU(b *testing.B) int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		b.Fatal(err)
-	}
-	return ts.Nano()
 }

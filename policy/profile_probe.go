@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -42,9 +41,7 @@ func probeTool(prog string, path []string, args ...string) (string, error) {
 		return "", err
 	}
 	k := probeKey{path: prog, size: fi.Size(), mtim: fi.ModTime().UnixNano(), args: strings.Join(args, "\x00")}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.dev, k.ino = uint64(st.Dev), uint64(st.Ino)
-	}
+	k.dev, k.ino = fileID(fi)
 	probeMu.Lock()
 	out, ok := probeCache[k]
 	probeMu.Unlock()

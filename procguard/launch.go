@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard/landlock"
@@ -176,21 +174,6 @@ func (c *Cmd) dialForward(ctx context.Context, network, addr string) (net.Conn, 
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, network, net.JoinHostPort(req.IP.String(), fmt.Sprint(req.Port)))
-}
-
-// rlimitsOf lists the policy's rlimits for the sandbox to set before exec.
-func rlimitsOf(l policy.ExecLimits) []sandbox.Rlimit {
-	var out []sandbox.Rlimit
-	add := func(res int, name string, v uint64) {
-		if v != 0 {
-			out = append(out, sandbox.Rlimit{Resource: res, Name: name, Value: v})
-		}
-	}
-	add(unix.RLIMIT_CPU, "cpu", l.CPUSeconds)
-	add(unix.RLIMIT_FSIZE, "fsize", l.FileSize)
-	add(unix.RLIMIT_AS, "as", l.AddressSpace)
-	add(unix.RLIMIT_NOFILE, "nofile", l.OpenFiles)
-	return out
 }
 
 // DefaultProcesses is the process-count limit of a command's tree when

@@ -450,7 +450,9 @@ func TestSandboxDiesWithHost(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			for _, pid := range m {
-				syscall.Kill(pid, syscall.SIGKILL)
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
 			}
 			t.Fatalf("survived their host: %v", m)
 		}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
@@ -119,7 +118,7 @@ func (c *Cmd) Start() error {
 	if x.WaitDelay <= 0 {
 		x.WaitDelay = DefaultWaitDelay
 	}
-	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	x.SysProcAttr = groupAttr()
 
 	cg := c.makeCgroup(spec.Limits, spec.NoCgroup)
 	if cg != nil {

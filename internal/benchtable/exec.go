@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/auditguard/auditguard/internal/proctree"
@@ -119,7 +119,9 @@ func endChildren() error {
 		}
 		if time.Now().After(deadline) {
 			for _, pid := range kids {
-				syscall.Kill(pid, syscall.SIGKILL)
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
 			}
 			return fmt.Errorf("processes started by the table outlived it (killed): %v", kids)
 		}
