@@ -130,7 +130,7 @@ func (s *Set) Read(ctx context.Context, in ReadInput) (Result, error) {
 		}
 		br := bufio.NewReaderSize(f, 64<<10)
 		head, _ := br.Peek(sniffLen)
-		if kind := binaryKind(head, false); kind != "" {
+		if kind := binaryKind(head, len(head) < sniffLen); kind != "" {
 			return "", inputErr("%s is a binary file (%s), not text; read shows text files only", s.display(p), kind)
 		}
 		var out strings.Builder
@@ -180,9 +180,14 @@ func binaryKind(b []byte, whole bool) string {
 		return "it holds NUL bytes"
 	}
 	if !whole {
-		// Up to 3 bytes of a rune may be cut off by the head's end.
-		for i := 0; i < 3 && len(b) > 0 && !utf8.Valid(b); i++ {
-			b = b[:len(b)-1]
+		// The head's end may cut a rune: leave out an incomplete last one.
+		for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					b = b[:i]
+				}
+				break
+			}
 		}
 	}
 	if !utf8.Valid(b) {
@@ -200,8 +205,16 @@ func (s *Set) Write(ctx context.Context, in WriteInput) (Result, error) {
 		}
 		p := s.abs(in.Path)
 		// Decide the write before making its directories, so a denied
-		// write leaves nothing behind.
+		// write leaves nothing behind. Check is a dry run and records
+		// nothing: the denial is then made for real (and recorded) by an
+		// open for writing that neither creates nor truncates, so even a
+		// policy that changed in between sees no change made.
 		if d := e.fs.Check(policy.OpWrite, p); !d.Allowed && isDenied(d.Err) {
+			if f, err := e.fs.OpenFile(p, os.O_WRONLY, 0); err != nil {
+				return "", e.fsErr(err, p)
+			} else {
+				f.Close()
+			}
 			return "", d.Err
 		}
 		existed := false

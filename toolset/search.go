@@ -111,6 +111,25 @@ func matchSegs(pat, segs []string) bool {
 	return len(segs) == 0
 }
 
+// mayHold reports whether something under the directory rel could match
+// pattern: whether rel's segments can begin a matching path.
+func mayHold(pattern, rel string) bool {
+	pat, segs := strings.Split(pattern, "/"), strings.Split(rel, "/")
+	for len(segs) > 0 {
+		if len(pat) == 0 {
+			return false
+		}
+		if pat[0] == "**" {
+			return true
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(pat) > 0
+}
+
 // checkGlob says what is wrong with a pattern, or nil.
 func checkGlob(pattern string) error {
 	if strings.HasPrefix(pattern, "/") {
@@ -164,7 +183,7 @@ func (s *Set) Glob(ctx context.Context, in GlobInput) (Result, error) {
 		}
 		var matches, denied []string
 		w := &walker{e: e, withGit: strings.Contains(in.Pattern, ".git"), denied: func(abs, rel string, dir bool) {
-			if dir || matchGlob(in.Pattern, rel) {
+			if matchGlob(in.Pattern, rel) || mayHold(in.Pattern, rel) {
 				denied = append(denied, abs)
 			}
 		}}
@@ -248,7 +267,9 @@ func (s *Set) Grep(ctx context.Context, in GrepInput) (Result, error) {
 				return in.Glob == "" || matchGlob(in.Glob, rel) || (!strings.Contains(in.Glob, "/") && matchGlob(in.Glob, path.Base(rel)))
 			}
 			w := &walker{e: e, denied: func(abs, rel string, dir bool) {
-				if dir || wanted(rel) {
+				// A denied entry may be a directory (its type is not read):
+				// it counts when what the glob takes could lie under it.
+				if wanted(rel) || in.Glob == "" || !strings.Contains(in.Glob, "/") || mayHold(in.Glob, rel) {
 					g.denied = append(g.denied, abs)
 				}
 			}}
@@ -307,7 +328,7 @@ func (g *grepper) file(abs string) bool {
 	g.files++
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(sniffLen)
-	if binaryKind(head, false) != "" {
+	if binaryKind(head, len(head) < sniffLen) != "" {
 		g.binary++
 		return true
 	}
