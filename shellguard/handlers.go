@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/afero"
-	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
@@ -336,7 +335,7 @@ func (h *Handlers) Access(ctx context.Context, path string, mode interp.AccessMo
 			return d.Err
 		}
 	}
-	return unix.Access(path, uint32(mode))
+	return access(path, mode)
 }
 
 // tracker counts a session's handler calls in flight, so a call can wait
