@@ -88,6 +88,11 @@ func maskReadDeny(st *initState) error {
 			return &fs.PathError{Op: "mask", Path: t, Err: err}
 		}
 		var err error
+		if sb.Mode&unix.S_IFMT != unix.S_IFDIR {
+			// Its other hard links are not masked: the supervisor
+			// refuses the file by inode.
+			st.markSecret(sb.Dev, sb.Ino)
+		}
 		if sb.Mode&unix.S_IFMT == unix.S_IFDIR {
 			err = unix.Mount("tmpfs", t, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=000,size=4k")
 		} else {

@@ -65,6 +65,8 @@ type initState struct {
 	stop    chan struct{}
 
 	toMask, toProtect []string // existing paths found by scanRoots
+	secrets           secrets  // read-denied files by inode (supervisor_linux.go)
+	readRules         []string // what Landlock lets the target read; nil: everything
 
 	targetPid int
 	forwardTo atomic.Int32     // the target's pid once it runs, for forwardSignals

@@ -48,6 +48,18 @@ type notifResp struct {
 
 var _ = [1]struct{}{}[unsafe.Sizeof(notifResp{})-24]
 
+// notifAddfd is struct seccomp_notif_addfd, sent with
+// SECCOMP_IOCTL_NOTIF_ADDFD (Linux 5.9; SECCOMP_ADDFD_FLAG_SEND 5.14).
+type notifAddfd struct {
+	id         uint64
+	flags      uint32
+	srcfd      uint32
+	newfd      uint32
+	newfdFlags uint32
+}
+
+var _ = [1]struct{}{}[unsafe.Sizeof(notifAddfd{})-24]
+
 // notifSizes is struct seccomp_notif_sizes, filled by
 // seccomp(SECCOMP_GET_NOTIF_SIZES): the sizes of the kernel's own
 // structures, which may outgrow the ones above.

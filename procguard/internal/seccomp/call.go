@@ -26,18 +26,23 @@ type Filter struct {
 
 // Path is one name a call acts on.
 type Path struct {
-	// Name is absolute in the supervisor's view: the name the task passed,
-	// joined to its directory fd's or cwd's path when relative. It is not
-	// symlink-resolved nor cleaned ("..", "." and doubled slashes stay).
+	// Name is the absolute, clean path of what the call acts on, as the
+	// supervisor resolved it in the task's context: every symbolic link
+	// followed the way the call follows it (the last component only when
+	// the call would: open without O_NOFOLLOW, truncate, chmod, connect,
+	// linkat's old name with AT_SYMLINK_FOLLOW), /proc/self and magic
+	// links taken as the task sees them, openat2's RESOLVE_* scope
+	// applied. The act is done on the directory the supervisor holds, so
+	// Name is what is judged and what is acted on. Empty for an object
+	// with no path (a pipe or socket reached through /proc/<pid>/fd/N).
 	Name string
-	// FollowFinal reports whether the call follows a symlink in the last
-	// component: true for open without O_NOFOLLOW (and not O_CREAT|O_EXCL),
-	// truncate, chmod, chown, utimes, connect and linkat's old name with
-	// AT_SYMLINK_FOLLOW; false for mkdir, mknod, unlink, rename, symlink,
-	// link, lchown and the *at calls given AT_SYMLINK_NOFOLLOW. A name
-	// standing for a fd itself (AT_EMPTY_PATH, utimensat's NULL name) is
-	// the fd's path and never followed.
-	FollowFinal bool
+	// Mode is the file type (S_IFMT bits) of what Name names now, not
+	// followed; 0 when it does not exist (yet).
+	Mode uint32
+	// Dev and Ino identify the existing file Name names (0 when absent).
+	// A read, link or rename acts on exactly this file: if another name
+	// was swapped in before the act, the call fails with EAGAIN.
+	Dev, Ino uint64
 }
 
 // Call is one trapped system call, as decide sees it.
@@ -68,9 +73,6 @@ func (c *Call) String() string {
 	fmt.Fprintf(&b, "%s[%d] %s", c.Name, c.Pid, c.Op)
 	for _, p := range c.Paths {
 		fmt.Fprintf(&b, " %q", p.Name)
-		if p.FollowFinal {
-			b.WriteString("(follow)")
-		}
 	}
 	if c.Target != "" {
 		fmt.Fprintf(&b, " -> %q", c.Target)

@@ -84,7 +84,7 @@ sh -c 'echo x > "$1/.bashrc"' sh "$d/a/.git"; echo "nested=$?"
 		if c.Op == policy.OpMove && len(c.Paths) == 2 && c.Paths[0].Name == root+"/y" && c.Paths[1].Name == root+"/z" {
 			sawMove = true
 		}
-		if len(c.Paths) == 1 && c.Paths[0].Name == root+"/a/./.bashrc" {
+		if len(c.Paths) == 1 && c.Paths[0].Name == root+"/a/.bashrc" {
 			sawRelative = true
 		}
 	}

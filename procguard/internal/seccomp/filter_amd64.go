@@ -29,16 +29,9 @@ var (
 	sysRmdir  = sysc{"rmdir", trapNotify, policy.OpDelete, kindPlain, noFlags, one(cwd, 0, followNever)}
 	sysRename = sysc{"rename", trapNotify, policy.OpMove, kindPlain, noFlags, two(cwd, 0, cwd, 1)}
 	// link(2) does not follow a symlink old name on Linux.
-	sysLink      = sysc{"link", trapNotify, policy.OpLink, kindPlain, noFlags, two(cwd, 0, cwd, 1)}
-	sysSymlink   = sysc{"symlink", trapNotify, policy.OpLink, kindSymlink, noFlags, one(cwd, 1, followNever)}
-	sysChmod     = sysc{"chmod", trapNotify, policy.OpAttr, kindPlain, noFlags, one(cwd, 0, followAlways)}
-	sysChown     = sysc{"chown", trapNotify, policy.OpAttr, kindPlain, noFlags, one(cwd, 0, followAlways)}
-	sysLchown    = sysc{"lchown", trapNotify, policy.OpAttr, kindPlain, noFlags, one(cwd, 0, followNever)}
-	sysUtime     = sysc{"utime", trapNotify, policy.OpAttr, kindPlain, noFlags, one(cwd, 0, followAlways)}
-	sysUtimes    = sysc{"utimes", trapNotify, policy.OpAttr, kindPlain, noFlags, one(cwd, 0, followAlways)}
-	sysFutimesat = sysc{"futimesat", trapNotify, policy.OpAttr, kindPlain, noFlags, []pathArg{
-		{dir: 0, name: 1, follow: followAlways, nullFd: true},
-	}}
+	sysLink    = sysc{"link", trapNotify, policy.OpLink, kindPlain, noFlags, two(cwd, 0, cwd, 1)}
+	sysSymlink = sysc{"symlink", trapNotify, policy.OpLink, kindSymlink, noFlags, one(cwd, 1, followNever)}
+	sysChmod   = sysc{"chmod", trapNotify, policy.OpAttr, kindPlain, noFlags, one(cwd, 0, followAlways)}
 )
 
 var archCalls = []entry{
@@ -52,9 +45,4 @@ var archCalls = []entry{
 	{unix.SYS_LINK, &sysLink},
 	{unix.SYS_SYMLINK, &sysSymlink},
 	{unix.SYS_CHMOD, &sysChmod},
-	{unix.SYS_CHOWN, &sysChown},
-	{unix.SYS_LCHOWN, &sysLchown},
-	{unix.SYS_UTIME, &sysUtime},
-	{unix.SYS_UTIMES, &sysUtimes},
-	{unix.SYS_FUTIMESAT, &sysFutimesat},
 }

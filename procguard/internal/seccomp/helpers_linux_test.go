@@ -176,9 +176,6 @@ func render(c *Call, dir, wd string) string {
 			name = "CWD" + name[len(wd):]
 		}
 		b.WriteString(" " + name)
-		if p.FollowFinal {
-			b.WriteString(" (follow)")
-		}
 	}
 	if c.Target != "" {
 		b.WriteString(" -> " + c.Target)

@@ -5,6 +5,7 @@ package seccomp
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -26,11 +27,48 @@ import (
 // Serve returns nil after POLLHUP or stop, or the error that made it give
 // up (the listener is closed then too).
 func Serve(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno) error {
+	return ServeConfined(listener, stop, decide, nil)
+}
+
+// ServeConfined is Serve, with confine run on every thread that performs
+// a call which may wait (a connect, the open of a FIFO) before it does:
+// the sandbox applies the target's Landlock ruleset there, so a connect
+// made for the target is held to the target's network rules. Such a
+// thread serves one call and ends.
+func ServeConfined(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, confine func() error) error {
+	// The serving thread is set apart (see dedicate): a goroutine locked
+	// to a thread that is not the main one, ended with it.
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// On the main thread: hold it until another goroutine has
+			// locked a thread of its own to serve from.
+			locked := make(chan struct{})
+			go func() {
+				runtime.LockOSThread()
+				close(locked)
+				ch <- serveOn(listener, stop, decide, confine)
+			}()
+			<-locked
+			runtime.UnlockOSThread()
+			return
+		}
+		ch <- serveOn(listener, stop, decide, confine)
+	}()
+	return <-ch
+}
+
+func serveOn(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, confine func() error) error {
 	defer unix.Close(listener)
+	if err := dedicate(); err != nil {
+		return fmt.Errorf("seccomp: setting the serving thread apart: %w", err)
+	}
 	s, err := newServer(listener)
 	if err != nil {
 		return err
 	}
+	s.confine = confine
 	defer s.t.close()
 
 	// wake becomes readable when stop is closed, so one poll waits for
@@ -91,6 +129,8 @@ type server struct {
 	resp    []uint64 // struct seccomp_notif_resp, likewise
 	idValid uintptr  // the SECCOMP_IOCTL_NOTIF_ID_VALID number this kernel takes
 	t       task
+	req     request
+	confine func() error // run on a thread that performs a call which may wait
 }
 
 // kernelSizes asks the kernel once for its structure sizes.
@@ -132,8 +172,9 @@ func (s *server) ioctl(req uintptr, arg unsafe.Pointer) unix.Errno {
 	return e
 }
 
-// answer receives one notification, names the call, checks the
-// notification is still valid, asks decide and replies.
+// answer receives one notification, reads and resolves the call, checks
+// the notification is still valid, asks decide, performs the call and
+// replies.
 func (s *server) answer(decide func(*Call) unix.Errno) error {
 	clear(s.recv) // the kernel wants a zeroed buffer
 	switch e := s.ioctl(unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&s.recv[0])); e {
@@ -148,12 +189,16 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 	id := n.id
 
 	s.t.reset(n.pid)
-	call, errno := s.t.decode(n)
+	r := &s.req
+	errno := s.t.decode(n, r)
+	r.id = id
+	defer r.close()
 	s.t.close()
-	// After the reads: if the notification is still pending, the task
-	// is the one that made the call and was stopped in it throughout, so
-	// what was read is its own. ENOENT: nobody waits for an answer. Any
-	// other error ends Serve rather than leave the task waiting.
+	// After the reads and the opens of the task's directories: if the
+	// notification is still pending, the task is the one that made the
+	// call and was stopped in it throughout, so what was read and opened
+	// is its own. ENOENT: nobody waits for an answer. Any other error
+	// ends Serve rather than leave the task waiting.
 	switch e := s.ioctl(s.idValid, unsafe.Pointer(&id)); e {
 	case 0:
 	case unix.ENOENT:
@@ -161,25 +206,49 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 	default:
 		return fmt.Errorf("seccomp: %w", os.NewSyscallError("ioctl(SECCOMP_IOCTL_NOTIF_ID_VALID)", e))
 	}
-	if call != nil && errno == 0 {
-		errno = decide(call)
+	if errno == 0 && len(r.call.Paths) > 0 {
+		errno = decide(r.call)
 	}
-	return s.reply(id, errno)
+	if errno != 0 {
+		return s.send(id, fail(errno))
+	}
+	res := s.act(r)
+	if res.async {
+		return nil
+	}
+	return s.send(id, res)
 }
 
-// reply lets call id go on (errno 0) or fails it with errno.
-func (s *server) reply(id uint64, errno unix.Errno) error {
+// send answers call id: installs res.fd in the task as the call's result
+// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND, which also
+// completes the call), or completes it with res.val or res.errno. res.fd
+// is closed.
+func (s *server) send(id uint64, res result) error {
+	if res.fd >= 0 {
+		add := notifAddfd{id: id, flags: unix.SECCOMP_ADDFD_FLAG_SEND, srcfd: uint32(res.fd)}
+		if res.cloexec {
+			add.newfdFlags = unix.O_CLOEXEC
+		}
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+		unix.Close(res.fd)
+		switch e {
+		case 0, unix.ENOENT:
+			return nil
+		}
+		// EMFILE and the like: the task's call fails with it.
+		res = fail(e)
+	}
 	clear(s.resp)
 	r := (*notifResp)(unsafe.Pointer(&s.resp[0]))
 	r.id = id
-	if errno == 0 {
+	r.val = res.val
+	r.error = -int32(res.errno)
+	if res.cont {
 		r.flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
-	} else {
-		r.error = -int32(errno)
 	}
 	switch e := s.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(r)); e {
 	case 0, unix.ENOENT:
-		// ENOENT: the task was killed or a signal withdrew the call.
+		// ENOENT: the task was killed.
 		return nil
 	default:
 		return fmt.Errorf("seccomp: %w", os.NewSyscallError("ioctl(SECCOMP_IOCTL_NOTIF_SEND)", e))

@@ -12,3 +12,8 @@ import (
 func Serve(listener int, stop <-chan struct{}, decide func(*Call) syscall.Errno) error {
 	return errors.ErrUnsupported
 }
+
+// ServeConfined is supported on linux/amd64 and linux/arm64 only.
+func ServeConfined(listener int, stop <-chan struct{}, decide func(*Call) syscall.Errno, confine func() error) error {
+	return errors.ErrUnsupported
+}

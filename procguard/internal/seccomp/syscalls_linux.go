@@ -148,12 +148,6 @@ var (
 	sysFchmodat2 = sysc{"fchmodat2", trapNotify, policy.OpAttr, kindPlain, 3, []pathArg{
 		{dir: 0, name: 1, follow: followUnlessNo, empty: true},
 	}}
-	sysFchownat = sysc{"fchownat", trapNotify, policy.OpAttr, kindPlain, 4, []pathArg{
-		{dir: 0, name: 1, follow: followUnlessNo, empty: true},
-	}}
-	sysUtimensat = sysc{"utimensat", trapNotify, policy.OpAttr, kindPlain, 3, []pathArg{
-		{dir: 0, name: 1, follow: followUnlessNo, empty: true, nullFd: true},
-	}}
 	sysConnect = sysc{"connect", trapConnect, policy.OpConnect, kindConnect, noFlags, nil}
 
 	sysIoUringSetup   = sysc{name: "io_uring_setup", trap: trapRefuse}
@@ -182,8 +176,6 @@ var commonCalls = []entry{
 	{unix.SYS_TRUNCATE, &sysTruncate},
 	{unix.SYS_FCHMODAT, &sysFchmodat},
 	{unix.SYS_FCHMODAT2, &sysFchmodat2},
-	{unix.SYS_FCHOWNAT, &sysFchownat},
-	{unix.SYS_UTIMENSAT, &sysUtimensat},
 	{unix.SYS_CONNECT, &sysConnect},
 	{unix.SYS_IO_URING_SETUP, &sysIoUringSetup},
 	{unix.SYS_NAME_TO_HANDLE_AT, &sysNameToHandleAt},
