@@ -20,6 +20,7 @@ import (
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/fsguard"
+	"github.com/auditguard/auditguard/shellguard"
 )
 
 // Options configure a Set. Only Workspace is required.
@@ -42,6 +43,10 @@ type Options struct {
 	MaxFetchBytes int64
 	// FetchTimeout bounds one fetch, redirects included (default 30 s).
 	FetchTimeout time.Duration
+	// Shell, when set, adds the bash tool: a guarded shell session
+	// (shellguard.Session) started by New and ended by Close. Dir
+	// defaults to the workspace; Timeout and MaxOutput bound each call.
+	Shell *shellguard.Options
 	// Logger receives what is for the host, not the model: a tool's panic
 	// with its stack (slog.Default() when nil).
 	Logger *slog.Logger
@@ -148,6 +153,7 @@ type Set struct {
 	tools  []*Tool
 	byName map[string]*Tool
 	seq    atomic.Uint64
+	shell  *shellguard.Session // nil without Options.Shell
 }
 
 // New returns the tool set for the guard scope ctx carries. Every call
@@ -196,6 +202,12 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	s := &Set{scope: ctx, opts: opts, ws: ws, byName: map[string]*Tool{}}
 	s.tools = s.fileTools()
 	s.tools = append(s.tools, s.fetchTool())
+	if opts.Shell != nil {
+		if err := s.newShell(); err != nil {
+			return nil, fmt.Errorf("toolset: shell session: %w", err)
+		}
+		s.tools = append(s.tools, s.bashTool())
+	}
 	for _, t := range s.tools {
 		s.byName[t.Name] = t
 	}
@@ -225,9 +237,15 @@ func (s *Set) Call(ctx context.Context, name string, input json.RawMessage) (Res
 	return t.Call(ctx, input)
 }
 
-// Close releases what the Set holds between calls. The file and fetch
-// tools hold nothing; it is safe to call more than once.
-func (s *Set) Close() error { return nil }
+// Close ends the shell session, if any: a bash call in progress is ended
+// and everything it started killed. The other tools hold nothing between
+// calls. Close is safe to call more than once.
+func (s *Set) Close() error {
+	if s.shell != nil {
+		return s.shell.Close()
+	}
+	return nil
+}
 
 // Tool is one tool of a Set: a name, a description and a JSON schema for
 // its input, as a model is told about it, and Call to run it.
