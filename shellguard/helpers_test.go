@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
@@ -33,6 +34,12 @@ var allowed = []string{"true", "false", "echo", "cat", "printenv", "sleep", "ls"
 // HOME is a temporary directory, never the real one.
 func setup(t testing.TB, opts ...audit.Option) *env {
 	t.Helper()
+	return setupWith(t, nil, opts...)
+}
+
+// setupWith is setup with the policy's spec changed by edit first.
+func setupWith(t testing.TB, edit func(*policy.Spec), opts ...audit.Option) *env {
+	t.Helper()
 	if tt, ok := t.(*testing.T); ok {
 		tt.Setenv("HOME", t.TempDir())
 	}
@@ -48,11 +55,15 @@ func setup(t testing.TB, opts ...audit.Option) *env {
 	for _, p := range allowed {
 		rules = append(rules, policy.ExecRule{Program: p})
 	}
-	pol, err := policy.New(policy.Spec{
+	spec := policy.Spec{
 		WriteRoots: []string{dir},
 		ReadDeny:   []string{filepath.Join(dir, "secrets")},
 		Exec:       policy.ExecSpec{Rules: rules, Path: path},
-	})
+	}
+	if edit != nil {
+		edit(&spec)
+	}
+	pol, err := policy.New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,4 +146,16 @@ func procsWith(marker string) []int {
 		}
 	}
 	return out
+}
+
+// noneFor fails the test if a process with marker exists at any time
+// within d: a call's process that Run did not wait for would show up
+// (alive, or being started) right after Run returned.
+func noneFor(t testing.TB, marker string, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if p := procsWith(marker); len(p) > 0 {
+			t.Fatalf("processes with %s outlived their call: %v", marker, p)
+		}
+	}
 }

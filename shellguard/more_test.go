@@ -1,0 +1,122 @@
+package shellguard_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/shellguard"
+)
+
+func TestPipelinesAndSubstitutions(t *testing.T) {
+	e := setup(t)
+	s := e.session(t, shellguard.Options{})
+	res := run(t, s, `n=$(seq 1 3 | cat | cat); echo "got $n" | cat`)
+	if res.ExitCode != 0 || res.Stdout != "got 1\n2\n3\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	for _, argv := range []string{"seq 1 3", "cat"} {
+		if len(withArgv(res.Records, argv)) == 0 {
+			t.Errorf("no record of %q", argv)
+		}
+	}
+	// A refused stage fails with 126 and the others run: pipefail off, as
+	// in bash; on, the pipeline fails.
+	res = run(t, s, "seq 1 2 | rm -f x | cat; echo \"status $?\"; set -o pipefail; seq 1 2 | rm -f x | cat; echo \"pipefail $?\"")
+	if res.Stdout != "status 0\npipefail 126\n" {
+		t.Fatalf("stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+func TestExecRedirectionLastsForTheCall(t *testing.T) {
+	e := setup(t)
+	s := e.session(t, shellguard.Options{})
+	res := run(t, s, "echo before; exec > log.txt; echo into the file; seq 1 2")
+	if res.Stdout != "before\n" {
+		t.Fatalf("stdout %q", res.Stdout)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "log.txt")); string(b) != "into the file\n1\n2\n" {
+		t.Fatalf("log.txt %q", b)
+	}
+	if res := run(t, s, "echo next call"); res.Stdout != "next call\n" {
+		t.Fatalf("the next call's stdout %q", res.Stdout)
+	}
+}
+
+func TestBackgroundJobEndsWithTheCall(t *testing.T) {
+	e := setup(t)
+	s := e.session(t, shellguard.Options{})
+	for _, tc := range []struct{ name, script string }{
+		// The job is running when the call ends, or still starting.
+		{"running", "sleep %s & sleep 0.5; echo started"},
+		{"starting", "sleep %s & echo started"},
+		{"in a subshell", "(cat /dev/zero | sleep %s) & sleep 0.5; echo started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			marker := fmt.Sprintf("1000.%06d", rand.IntN(1e6))
+			start := time.Now()
+			res := run(t, s, fmt.Sprintf(tc.script, marker))
+			if res.Stdout != "started\n" || res.TimedOut || time.Since(start) > 10*time.Second {
+				t.Fatalf("%+v after %v", res, time.Since(start))
+			}
+			noneFor(t, marker, 500*time.Millisecond)
+		})
+	}
+	// Within a call, wait waits for it.
+	res := run(t, s, "sleep 0.2 & wait; echo waited")
+	if res.Stdout != "waited\n" || len(withArgv(res.Records, "sleep 0.2")) != 1 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestHandlersInAHostRunner(t *testing.T) {
+	e := setup(t)
+	if err := os.MkdirAll(filepath.Join(e.dir, ".git/hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := shellguard.NewHandlers(e.ctx)
+	var out, errb bytes.Buffer
+	r, err := interp.New(append(h.Options(), interp.Dir(e.dir), interp.StdIO(nil, &out, &errb))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := syntax.NewParser().Parse(strings.NewReader(
+		"echo hi > ok.txt; seq 1 2; rm ok.txt; echo \"rm $?\"; echo x > .git/hooks/pre-commit; echo \"hook $?\""), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, done := audit.WithCall(e.ctx, "host-shell#1", nil)
+	defer done()
+	if err := r.Run(ctx, file); err != nil {
+		t.Fatalf("%v; stderr %s", err, errb.String())
+	}
+	if out.String() != "1\n2\nrm 126\nhook 1\n" {
+		t.Fatalf("stdout %q, stderr %s", out.String(), errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "ok.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, ".git/hooks/pre-commit")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the hook exists: %v", err)
+	}
+	var tools []string
+	for _, rec := range e.rec.Records() {
+		if rec.Outcome == audit.Denied {
+			tools = append(tools, rec.Tool)
+		}
+	}
+	if strings.Join(tools, ",") != "host-shell#1,host-shell#1" {
+		t.Fatalf("denials by %v, want both by host-shell#1", tools)
+	}
+}
