@@ -3,7 +3,9 @@ package shellguard_test
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
@@ -13,31 +15,89 @@ import (
 // The cost of a call that runs one program, and one that runs a loop of
 // 100, through a session (the interpreter, procguard's decision and a
 // sandbox per program), against the same script run raw by sh -c (fork
-// and exec, nothing checked). The parts: procguard alone (no
-// interpreter), the session without the namespace sandbox (Landlock and
-// cgroups only), and a loop of 100 builtins (the interpreter alone). The
-// package doc states the numbers and the command.
+// and exec, nothing checked). The package doc states the numbers and the
+// command.
 
 const (
 	loop100        = "i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done"
 	loop100Builtin = "i=0; while [ $i -lt 100 ]; do :; i=$((i+1)); done"
 )
 
-func BenchmarkRunOne(b *testing.B)              { benchSession(b, "/bin/true", false) }
-func BenchmarkRunLoop100(b *testing.B)          { benchSession(b, loop100, false) }
-func BenchmarkRunOneNoSandbox(b *testing.B)     { benchSession(b, "/bin/true", true) }
-func BenchmarkRunLoop100NoSandbox(b *testing.B) { benchSession(b, loop100, true) }
-func BenchmarkRunLoop100Builtin(b *testing.B)   { benchSession(b, loop100Builtin, false) }
-func BenchmarkRawOne(b *testing.B)              { benchRaw(b, "/bin/true") }
-func BenchmarkRawLoop100(b *testing.B)          { benchRaw(b, loop100) }
-func BenchmarkProcguardOne(b *testing.B)        { benchProcguard(b) }
+func BenchmarkRunOne(b *testing.B)     { benchLoop(b, sessionSide(b, "/bin/true", false)) }
+func BenchmarkRunLoop100(b *testing.B) { benchLoop(b, sessionSide(b, loop100, false)) }
+func BenchmarkRawOne(b *testing.B)     { benchLoop(b, rawSide(b, "/bin/true")) }
+func BenchmarkRawLoop100(b *testing.B) { benchLoop(b, rawSide(b, loop100)) }
 
-func benchSession(b *testing.B, script string, noSandbox bool) {
-	e := setupWith(b, func(s *policy.Spec) { s.Exec.NoSandbox = noSandbox })
-	s := e.session(b, shellguard.Options{})
-	s.Run(context.Background(), script) // warm: the first sandbox start
+// BenchmarkRunCost measures every side once per iteration, in an order
+// that rotates, so the sides share the machine's load (on a shared
+// machine, sequential benchmarks minutes apart are not comparable). The
+// metrics are each side's median (ms) and the medians of the
+// per-iteration ratios to raw sh -c (x). The parts: procguard alone (one
+// program, no interpreter), the session without the namespace sandbox
+// (Landlock and cgroups), and a loop of 100 builtins (the interpreter
+// alone).
+func BenchmarkRunCost(b *testing.B) {
+	type side struct {
+		name string
+		run  func()
+		ns   []float64
+	}
+	sides := []*side{
+		{name: "raw-one", run: rawSide(b, "/bin/true")},
+		{name: "session-one", run: sessionSide(b, "/bin/true", false)},
+		{name: "procguard-one", run: procguardSide(b)},
+		{name: "nosandbox-one", run: sessionSide(b, "/bin/true", true)},
+		{name: "raw-loop100", run: rawSide(b, loop100)},
+		{name: "session-loop100", run: sessionSide(b, loop100, false)},
+		{name: "nosandbox-loop100", run: sessionSide(b, loop100, true)},
+		{name: "session-loop100-builtin", run: sessionSide(b, loop100Builtin, false)},
+	}
+	for _, s := range sides {
+		s.run() // warm: the first sandbox start, page cache
+	}
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		for k := range sides {
+			s := sides[(i+k)%len(sides)]
+			start := time.Now()
+			s.run()
+			s.ns = append(s.ns, float64(time.Since(start)))
+		}
+		i++
+	}
+	median := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	ratio := func(a, base *side) float64 {
+		r := make([]float64, len(a.ns))
+		for i := range a.ns {
+			r[i] = a.ns[i] / base.ns[i]
+		}
+		return median(r)
+	}
+	for _, s := range sides {
+		b.ReportMetric(median(s.ns)/1e6, s.name+"-ms")
+	}
+	b.ReportMetric(ratio(sides[1], sides[0]), "session/raw-one-x")
+	b.ReportMetric(ratio(sides[5], sides[4]), "session/raw-loop100-x")
+	b.ReportMetric(ratio(sides[6], sides[4]), "nosandbox/raw-loop100-x")
+}
+
+func benchLoop(b *testing.B, run func()) {
+	run() // warm
 	b.ResetTimer()
 	for b.Loop() {
+		run()
+	}
+}
+
+func sessionSide(b *testing.B, script string, noSandbox bool) func() {
+	e := setupWith(b, func(s *policy.Spec) { s.Exec.NoSandbox = noSandbox })
+	s := e.session(b, shellguard.Options{})
+	return func() {
 		res, err := s.Run(context.Background(), script)
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("%v: %+v", err, res)
@@ -45,11 +105,9 @@ func benchSession(b *testing.B, script string, noSandbox bool) {
 	}
 }
 
-func benchProcguard(b *testing.B) {
+func procguardSide(b *testing.B) func() {
 	e := setup(b)
-	procguard.CommandContext(e.ctx, "/bin/true").Run() // warm
-	b.ResetTimer()
-	for b.Loop() {
+	return func() {
 		c := procguard.CommandContext(e.ctx, "/bin/true")
 		c.Dir = e.dir
 		if err := c.Run(); err != nil {
@@ -58,9 +116,9 @@ func benchProcguard(b *testing.B) {
 	}
 }
 
-func benchRaw(b *testing.B, script string) {
+func rawSide(b *testing.B, script string) func() {
 	dir := b.TempDir()
-	for b.Loop() {
+	return func() {
 		c := exec.Command("sh", "-c", script)
 		c.Dir = dir
 		if out, err := c.CombinedOutput(); err != nil {

@@ -245,6 +245,9 @@ func (h *Handlers) Open(ctx context.Context, path string, flag int, perm os.File
 	if err != nil {
 		return nil, pathError("open", path, err)
 	}
+	if h.track != nil {
+		h.track.keep(f)
+	}
 	return f, nil
 }
 
@@ -341,11 +344,17 @@ func (h *Handlers) Access(ctx context.Context, path string, mode interp.AccessMo
 // tracker counts a session's handler calls in flight, so a call can wait
 // for every program it started (background jobs included) to be gone, and
 // refuses new ones once the call has ended.
+//
+// It also keeps the files the call's redirections opened: the interpreter
+// closes a statement's files when the statement ends, but not those an
+// exec redirection (exec >log) made the shell's own, so the call closes
+// what is left when it ends.
 type tracker struct {
 	mu     sync.Mutex
 	n      int
 	closed bool
 	zero   chan struct{} // closed when n drops to 0 after close
+	files  []io.Closer
 }
 
 // open starts counting for a new call.
@@ -353,6 +362,25 @@ func (t *tracker) open() {
 	t.mu.Lock()
 	t.n, t.closed, t.zero = 0, false, nil
 	t.mu.Unlock()
+}
+
+// keep remembers a file the call opened.
+func (t *tracker) keep(f io.Closer) {
+	t.mu.Lock()
+	t.files = append(t.files, f)
+	t.mu.Unlock()
+}
+
+// closeFiles closes the files the call opened (those the interpreter
+// closed already just say so); call it once no handler call is in flight.
+func (t *tracker) closeFiles() {
+	t.mu.Lock()
+	files := t.files
+	t.files = nil
+	t.mu.Unlock()
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 func (t *tracker) begin() (func(), bool) {

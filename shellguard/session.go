@@ -52,7 +52,8 @@ type Options struct {
 	Dir string
 	// Env is the shell's initial environment ("K=V"), every variable
 	// exported. nil gives a minimal one: PATH (the policy's), HOME=Dir,
-	// LANG=C.UTF-8. Children get the exported variables filtered by the
+	// LANG=C.UTF-8, and TMPDIR when the policy sets the children's
+	// (ExecSpec.TmpDir). Children get the exported variables filtered by the
 	// policy (policy.ExecEnv): PATH, HOME and TMPDIR are always the
 	// policy's, and loader, interpreter and secret-looking variables are
 	// dropped unless a rule names them.
@@ -149,6 +150,11 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 			"PATH=" + strings.Join(pathOf(sc), ":"),
 			"HOME=" + opts.Dir,
 			"LANG=C.UTF-8",
+		}
+		if p := sc.Guard().Policy(); p != nil && p.Exec().TmpDir != "" {
+			// Where the interpreter makes process substitutions' FIFOs:
+			// the children's own TMPDIR.
+			env = append(env, "TMPDIR="+p.Exec().TmpDir)
 		}
 	}
 	sctx, stop := context.WithCancel(ctx)
@@ -291,6 +297,7 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	var settleErr error
 	select {
 	case <-s.h.track.close():
+		s.h.track.closeFiles()
 	case <-time.After(settleTimeout):
 		s.log.Error("shellguard: a call's programs did not end after it was killed", "call", name)
 		s.closed.Store(true)
