@@ -32,13 +32,18 @@
 //     and the egress proxy's port (Net.Proxy), are forwarded to the host,
 //     which decides each connection (or each proxied request) again; no
 //     other route exists (no TCP, no UDP, no abstract unix sockets out);
+//   - every mount but the write roots is read-only (the write roots are
+//     carried over writable, with the binds inside them), so no call, by
+//     any name or descriptor, changes content, mode, owner, times or
+//     extended attributes outside them;
 //   - on one locked thread, init sets no_new_privs, drops every
 //     capability, applies the Landlock ruleset (write roots writable,
 //     everything else read-only, only approved programs executable) and
 //     installs a seccomp filter whose file calls init judges with the
-//     policy (creating a protected name, reading a read-denied pattern,
-//     connecting a unix socket outside the write roots all fail with
-//     EACCES); it forks the target from that thread in a new session, and
+//     policy and performs itself on the objects it judged (creating a
+//     protected name, reading a read-denied file by any name, connecting
+//     a unix socket outside the write roots all fail with EACCES; see
+//     package procguard/internal/seccomp); it forks the target from that thread in a new session, and
 //     sets the rlimits while the target is stopped at its exec (ptrace),
 //     before its first instruction. Where ptrace is refused, a second
 //     stage (the host binary again) does these steps and execs the target.
@@ -52,14 +57,19 @@
 //
 // # Not guaranteed
 //
-//   - The seccomp supervisor is a policy aid, not a wall: a hostile,
-//     multi-threaded target can change a path in its memory after init
-//     read it (seccomp_unotify(2)). Landlock (writes outside the write
-//     roots, execution) and the mounts (existing protected and read-denied
-//     paths) hold regardless.
 //   - Protected and read-denied names that do not exist when the command
 //     starts, or lie deeper than the scan (6 levels, 20,000 entries per
-//     root), are covered by the supervisor only.
+//     root), are covered by the supervisor only. It judges the object a
+//     call reaches, not the spelling: /proc aliases, links, openat2
+//     scopes and a second thread rewriting the name all resolve to what
+//     is acted on. A read-denied file is known by inode where the scan
+//     masked it (its older hard links are refused too) or the supervisor
+//     refused it once; a hard link made before the command to a
+//     read-denied file the scan did not reach is read by its own name.
+//   - Calls the supervisor does not trap (stat, chown, utimes, xattrs,
+//     fchmod of an open descriptor, writes through descriptors already
+//     open) are held outside the write roots by the read-only root and
+//     by Landlock, not judged inside them.
 //   - Without user namespaces there is no sandbox: procguard falls back to
 //     Landlock and cgroups and says so in Confinement, unless the policy
 //     requires the sandbox (ExecSpec.RequireSandbox).

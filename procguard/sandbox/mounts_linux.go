@@ -122,6 +122,65 @@ func protectNames(st *initState) error {
 	return nil
 }
 
+// readOnlyRoot makes every mount of the sandbox read-only but the write
+// roots: each write root's tree is cloned first (open_tree, with the
+// masks and read-only binds inside it), the whole tree is then marked
+// read-only (mount_setattr, recursively), and the clones are attached
+// back over the write roots, keeping the flags they had. Metadata calls
+// (chmod, chown, utimes, xattrs) are not all trapped, and Landlock does
+// not cover them: this is what keeps them from changing anything outside
+// the write roots, whatever name or descriptor they use. Before Linux
+// 5.12 (no mount_setattr) the root stays as it is and a note says so.
+func readOnlyRoot(st *initState) error {
+	roots := outermost(st.roots(false))
+	if slices.Contains(roots, "/") {
+		return nil
+	}
+	var clones []int
+	defer func() {
+		for _, fd := range clones {
+			unix.Close(fd)
+		}
+	}()
+	for _, r := range roots {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, r, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err == unix.ENOSYS {
+			st.report.Notes = append(st.report.Notes, "the root is not read-only (open_tree needs Linux 5.2): metadata calls outside the write roots are held only where they are trapped")
+			return nil
+		}
+		if err != nil {
+			return &fs.PathError{Op: "open_tree", Path: r, Err: err}
+		}
+		clones = append(clones, fd)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {
+		if err == unix.ENOSYS {
+			st.report.Notes = append(st.report.Notes, "the root is not read-only (mount_setattr needs Linux 5.12): metadata calls outside the write roots are held only where they are trapped")
+			return nil
+		}
+		return &fs.PathError{Op: "mount_setattr read-only", Path: "/", Err: err}
+	}
+	for i, r := range roots {
+		if err := unix.MoveMount(clones[i], "", unix.AT_FDCWD, r, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return &fs.PathError{Op: "move_mount", Path: r, Err: err}
+		}
+	}
+	st.report.RootReadOnly = true
+	return nil
+}
+
+// outermost keeps the paths no other path of the list contains.
+func outermost(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if !slices.ContainsFunc(paths, func(o string) bool { return o != p && policy.Within(p, o) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // bindReadOnly binds src over dst and makes that mount read-only, keeping
 // the flags the outer namespace locked (a user namespace may add
 // restrictions, never drop them).

@@ -99,6 +99,11 @@ type Report struct {
 	// ReadOnly protected paths bound read-only inside write roots.
 	Masked   []string `json:"masked,omitempty"`
 	ReadOnly []string `json:"read_only,omitempty"`
+	// RootReadOnly is true when every mount but the write roots is
+	// read-only in the sandbox: no call, through any name or descriptor,
+	// changes a file's content, mode, owner, times or extended
+	// attributes outside them.
+	RootReadOnly bool `json:"root_read_only"`
 	// ScanTruncated is set when a write or read root had more entries
 	// than the scan for protected and read-denied names looks at; the
 	// seccomp supervisor still judges every call.
@@ -135,6 +140,9 @@ func (r *Report) String() string {
 	b.WriteString("namespaces=" + strings.Join(r.Namespaces, ","))
 	if r.Proc {
 		b.WriteString(" proc=private")
+	}
+	if r.RootReadOnly {
+		b.WriteString(" root=ro")
 	}
 	if r.Seccomp {
 		b.WriteString(" seccomp=files")

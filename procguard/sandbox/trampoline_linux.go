@@ -103,7 +103,9 @@ var warmSteps = []step{
 //     process in its cgroups, so nothing below runs outside them;
 //   - the policies are rebuilt before any mask, while resolution still
 //     sees the real tree;
-//   - masks and read-only binds come before the target exists;
+//   - masks and read-only binds come before the target exists, and the
+//     root turns read-only after them (the write roots are carried over
+//     writable, with the binds inside them);
 //   - the target starts last, its file calls judged by the supervisor
 //     from its first one.
 var initSteps = []step{
@@ -112,6 +114,7 @@ var initSteps = []step{
 	{"scan roots", scanRoots},
 	{"mask read-deny", maskReadDeny},
 	{"protect names", protectNames},
+	{"read-only root", readOnlyRoot},
 	{"forward", forward},
 	{"start target", startTarget},
 }

@@ -10,17 +10,19 @@ import (
 // Filter says which calls are sent to the supervisor. Always trapped:
 // open, openat (when they ask to write), creat, openat2, mkdir, mkdirat,
 // mknod, mknodat, unlink, unlinkat, rmdir, rename, renameat, renameat2,
-// link, linkat, symlink, symlinkat, truncate, chmod, fchmodat, fchmodat2,
-// chown, lchown, fchownat, utimensat, utimes, utime and futimesat (arm64
-// has only the *at calls and truncate).
+// link, linkat, symlink, symlinkat, truncate, chmod, fchmodat and
+// fchmodat2 (arm64 has only the *at calls and truncate).
 type Filter struct {
 	// Reads also traps open and openat without a write flag (needed when
 	// the policy has read-deny entries). Without it they run unjudged,
 	// with no round trip to the supervisor.
 	Reads bool
 	// UnixConnect traps connect(2), so connecting to a pathname unix
-	// socket can be judged (OpConnect). Other addresses (inet, abstract or
-	// unnamed unix) go on without decide being asked, after a round trip.
+	// socket is judged (OpConnect) on the socket file the name reaches.
+	// Every connect is then performed by the supervisor on its copy of
+	// the task's socket, on a confined thread of its own; other addresses
+	// (inet, abstract or unnamed unix) are not judged, and the address
+	// connected to is the one read, whatever the task's memory says after.
 	UnixConnect bool
 }
 
