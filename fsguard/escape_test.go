@@ -200,8 +200,11 @@ func escapeCases() []escapeCase {
 		protected("protected .ENV (case folded)", "root/.ENV"),
 		protected("protected .Env.Local (glob .env.*)", "root/sub/.Env.Local"),
 		{name: "protected new .zshrc", path: "root/sub/.zshrc", deny: []string{"create", "openwrite", "mkdir", "mkdirall", "symlink-at", "link-to", "rename-to"}},
-		{name: "protected dir .git/hooks", path: "root/.git/hooks", deny: writeOps, allow: plus(readOps, "chdir")},
-		{name: "dir holding protected names (.git)", path: "root/.git", deny: []string{"removeall", "rename-from"}, allow: []string{"chdir", "stat", "remove"}},
+		// The empty hooks directory may be made (git init, git clone), so
+		// mkdir of the existing one gets the kernel's EEXIST.
+		{name: "protected dir .git/hooks", path: "root/.git/hooks", deny: without(writeOps, "mkdir"), allow: plus(readOps, "chdir"), fail: []string{"mkdir"}},
+		// .git is one object: never removed or moved, even when empty.
+		{name: "dir holding protected names (.git)", path: "root/.git", deny: []string{"removeall", "rename-from", "remove"}, allow: []string{"chdir", "stat"}},
 		{name: "dir holding protected names (sub)", path: "root/sub", deny: []string{"removeall", "rename-from"}, allow: []string{"chdir", "chmod", "mkdirall"}},
 		{name: "the write root itself", path: "root", deny: []string{"remove", "removeall", "rename-from"}, allow: []string{"chdir", "chmod", "chtimes", "stat", "mkdirall"}},
 	}

@@ -397,7 +397,7 @@ func TestMemMapFs(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"write":    func() error { return afero.WriteFile(g, "/etc/passwd", nil, 0o644) },
 		"dotdot":   func() error { return afero.WriteFile(g, "sub/../../etc/x", nil, 0o644) },
-		"mkdirall": func() error { return g.MkdirAll("/work/new/.git/hooks", 0o755) },
+		"mkdirall": func() error { return g.MkdirAll("/work/new/.git/hooks/x", 0o755) },
 		"remove":   func() error { return g.Remove("/etc/passwd") },
 		"rename":   func() error { return g.Rename("sub/a.txt", "/etc/a.txt") },
 		"chmod":    func() error { return g.Chmod("/etc", 0o777) },

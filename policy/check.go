@@ -41,6 +41,11 @@ func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
 		if m.writeDeny != nil {
 			return Deny(TierHard, m.writeDeny, "")
 		}
+		if m.gitEnd != 0 {
+			if r, detail := p.git.judge(op, path[m.gitEnd:]); r != nil {
+				return Deny(TierHard, r, detail)
+			}
+		}
 		if (op == OpDelete || op == OpMove) && ((m.write != nil && m.writeExact) || (inDot && path == cwd)) {
 			r := m.write
 			if r == nil || (inDot && path == cwd) {

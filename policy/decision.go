@@ -90,13 +90,16 @@ const (
 	KindExec                          // an exec rule
 	KindNet                           // a net rule
 	KindHost                          // a host callback or scope rule decided
+	// KindDependencyTree is a dependency tree: not a deny rule but where
+	// credential-class protected names may be written (protected.go).
+	KindDependencyTree
 )
 
 var kindNames = [...]string{
 	KindWriteRoot: "write root", KindReadRoot: "read root", KindDotRoot: "write root",
 	KindReadDeny: "read deny", KindProtected: "protected", KindDefault: "default",
 	KindSystem: "system", KindResolve: "resolution", KindInvalid: "invalid input",
-	KindExec: "exec rule", KindNet: "net rule", KindHost: "host",
+	KindExec: "exec rule", KindNet: "net rule", KindHost: "host", KindDependencyTree: "dependency tree",
 }
 
 func (k RuleKind) String() string {
@@ -114,6 +117,9 @@ type Rule struct {
 	Source  string // provenance: "builtin", "code", or "file.toml:12"
 	// Hint says how to allow what this rule denies, or why it allowed.
 	Hint string
+	// Class is a protected entry's class (protected.go): where it holds.
+	// Zero for every other kind.
+	Class ProtectClass
 }
 
 // String renders the rule as "protected \".bashrc\" (builtin)".

@@ -99,6 +99,10 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 			d = p.CheckExec(rd.Shell.Program, rd.Shell.Argv)
 			where = "a redirection outside the roots: judged as the shell"
 		}
+		if !d.Allowed && d.Detail != "" {
+			// The path's own detail (git metadata) says why, after where.
+			where, d.Detail = where+": "+d.Detail, ""
+		}
 		worse(d, where)
 	}
 	worse(p.CheckExecDir(r.Dir, r.Cwd), "the working directory")

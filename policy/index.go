@@ -239,6 +239,7 @@ type prefixEntry struct {
 	read      *Rule // read root
 	readDeny  *Rule
 	writeDeny *Rule
+	dep       bool // a dependency tree (protected.go)
 }
 
 // nameEntry is a name pattern: a window of one or more components, or the
@@ -247,6 +248,7 @@ type nameEntry struct {
 	text      string // case-folded; for globs, the literal part
 	readDeny  *Rule
 	writeDeny *Rule
+	dep       bool // a dependency tree (protected.go)
 }
 
 // trie holds the literal parts of one kind of glob, byte by byte: from the
@@ -291,7 +293,7 @@ func (t *trie) child(n int32, c byte) int32 {
 }
 
 // visitPrefixes records the prefix globs whose literal starts comp.
-func (t *trie) visitPrefixes(comp string, m *match) {
+func (t *trie) visitPrefixes(comp string, depth int, m *match) {
 	n := int32(0)
 	for i := 0; i < len(comp); i++ {
 		if n = t.child(n, foldByte(comp[i])); n < 0 {
@@ -299,12 +301,12 @@ func (t *trie) visitPrefixes(comp string, m *match) {
 		}
 		nd := &t.nodes[n]
 		setOnce(&m.readDeny, nd.readDeny)
-		setOnce(&m.writeDeny, nd.writeDeny)
+		m.denyWrite(nd.writeDeny, depth)
 	}
 }
 
 // visitSuffixes records the suffix globs whose literal ends comp.
-func (t *trie) visitSuffixes(comp string, m *match) {
+func (t *trie) visitSuffixes(comp string, depth int, m *match) {
 	n := int32(0)
 	for i := len(comp) - 1; i >= 0; i-- {
 		if n = t.child(n, foldByte(comp[i])); n < 0 {
@@ -312,7 +314,7 @@ func (t *trie) visitSuffixes(comp string, m *match) {
 		}
 		nd := &t.nodes[n]
 		setOnce(&m.readDeny, nd.readDeny)
-		setOnce(&m.writeDeny, nd.writeDeny)
+		m.denyWrite(nd.writeDeny, depth)
 	}
 }
 
@@ -338,6 +340,8 @@ type pathIndex struct {
 	// windowHeads filters windows: the top byte of the hash of every
 	// multi-component pattern's first component.
 	windowHeads byteSet
+	// git: the walk notes the first ".git" component (gitmeta.go).
+	git bool
 }
 
 const (
@@ -351,7 +355,31 @@ type match struct {
 	writeRoot, readRoot string // their spellings that matched (prefixes of the path)
 	writeExact          bool   // the path is itself a write root
 	readDeny, writeDeny *Rule
+	// depAt is the depth (components from "/") of the component that ends
+	// the first dependency tree on the path, 0 when none: credential-class
+	// entries matched deeper do not apply.
+	depAt int
+	// gitEnd is where the first ".git" component of the path ends (an
+	// index into the path), 0 when it has none or the walk does not look.
+	gitEnd int
 }
+
+// denyWrite records r, a protected entry's rule that matched a component
+// at depth, as the write denial, unless one was recorded already or r is
+// a credential inside a dependency tree (ended above depth).
+func (m *match) denyWrite(r *Rule, depth int) {
+	if r == nil || m.writeDeny != nil {
+		return
+	}
+	if r.Class == ClassCredential && m.depAt != 0 && m.depAt < depth {
+		return
+	}
+	m.writeDeny = r
+}
+
+// gitHash is hashFold(".git"), which the walk compares each component's
+// hash with when the index looks for git metadata.
+var gitHash = hashFold(GitEntry)
 
 // depthBit is the bit of prefixAt for depth d.
 func depthBit(d int) uint64 { return 1 << min(d, 63) }
@@ -377,7 +405,7 @@ const maxName = 255 // NAME_MAX: longer components cannot match a pattern
 // that skip most lookups are written out here rather than called.
 func (ix *pathIndex) walk(p string, m *match) {
 	if ix.prefixAt&1 != 0 {
-		ix.visitPrefix(pathSeed0, "/", len(p) == 1, m)
+		ix.visitPrefix(pathSeed0, "/", len(p) == 1, 0, m)
 	}
 	var (
 		ring   [maxWindowLimit]uint64 // hashes of the last components
@@ -415,8 +443,11 @@ func (ix *pathIndex) walk(p string, m *match) {
 		if depth++; depth <= ix.prefixDepth {
 			h = mix(h, ch)
 			if ix.prefixAt&depthBit(depth) != 0 && ix.prefixTable.mayHold(h) {
-				ix.visitPrefix(h, p[:j], j == len(p), m)
+				ix.visitPrefix(h, p[:j], j == len(p), depth, m)
 			}
+		}
+		if ix.git && ch == gitHash && j-i == len(GitEntry) && m.gitEnd == 0 && equalFoldASCII(p[i:j], GitEntry) {
+			m.gitEnd = j
 		}
 		if j-i <= maxName {
 			slot := n & (maxWindowLimit - 1)
@@ -425,20 +456,20 @@ func (ix *pathIndex) walk(p string, m *match) {
 			n++
 			if names {
 				if ix.oneNames.has(ch) {
-					ix.probeNames(ch, p[i:j], m)
+					ix.probeNames(ch, p[i:j], depth, m)
 				}
 				// Windows of two components are filtered here; longer
 				// ones, rarer, in visitWindows.
 				if n > 1 && (ix.maxWindow > 2 || ix.maxWindow == 2 && ix.windowHeads.has(byte(ring[(n-2)&(maxWindowLimit-1)]>>56))) {
-					ix.visitWindows(p[:j], &ring, &starts, n, m)
+					ix.visitWindows(p[:j], &ring, &starts, n, depth, m)
 				}
 			}
 			if j > i {
 				if ix.globEnds[p[i]]&globStarts != 0 {
-					ix.prefixTrie.visitPrefixes(p[i:j], m)
+					ix.prefixTrie.visitPrefixes(p[i:j], depth, m)
 				}
 				if ix.globEnds[p[j-1]]&globFinishes != 0 {
-					ix.suffixTrie.visitSuffixes(p[i:j], m)
+					ix.suffixTrie.visitSuffixes(p[i:j], depth, m)
 				}
 			}
 		} else {
@@ -448,7 +479,7 @@ func (ix *pathIndex) walk(p string, m *match) {
 	}
 }
 
-func (ix *pathIndex) visitPrefix(h uint64, prefix string, last bool, m *match) {
+func (ix *pathIndex) visitPrefix(h uint64, prefix string, last bool, depth int, m *match) {
 	t := &ix.prefixTable
 	h = nonZero(h)
 	for s := h & t.mask; t.slots[s].key != 0; s = (s + 1) & t.mask {
@@ -467,13 +498,16 @@ func (ix *pathIndex) visitPrefix(h uint64, prefix string, last bool, m *match) {
 			m.read, m.readRoot = e.read, e.path
 		}
 		setOnce(&m.readDeny, e.readDeny)
-		setOnce(&m.writeDeny, e.writeDeny)
+		m.denyWrite(e.writeDeny, depth)
+		if e.dep && m.depAt == 0 {
+			m.depAt = depth
+		}
 	}
 }
 
 // visitWindows looks up the windows of 2..maxWindow components ending at the
 // component just seen (the end of upto).
-func (ix *pathIndex) visitWindows(upto string, ring *[maxWindowLimit]uint64, starts *[maxWindowLimit]int, n int, m *match) {
+func (ix *pathIndex) visitWindows(upto string, ring *[maxWindowLimit]uint64, starts *[maxWindowLimit]int, n, depth int, m *match) {
 	const mask = maxWindowLimit - 1
 	for k := 2; k <= ix.maxWindow && k <= n; k++ {
 		if !ix.windowHeads.has(byte(ring[(n-k)&mask] >> 56)) {
@@ -483,13 +517,13 @@ func (ix *pathIndex) visitWindows(upto string, ring *[maxWindowLimit]uint64, sta
 		for x := n - k; x < n; x++ {
 			wh = mix(wh, ring[x&mask])
 		}
-		ix.probeNames(wh, upto[starts[(n-k)&mask]:], m)
+		ix.probeNames(wh, upto[starts[(n-k)&mask]:], depth, m)
 	}
 }
 
 // probeNames records the name entries that hash to h and equal text,
-// ignoring ASCII case.
-func (ix *pathIndex) probeNames(h uint64, text string, m *match) {
+// ignoring ASCII case; text ends the component at depth.
+func (ix *pathIndex) probeNames(h uint64, text string, depth int, m *match) {
 	t := &ix.nameTable
 	h = nonZero(h)
 	for s := h & t.mask; t.slots[s].key != 0; s = (s + 1) & t.mask {
@@ -501,7 +535,10 @@ func (ix *pathIndex) probeNames(h uint64, text string, m *match) {
 			continue
 		}
 		setOnce(&m.readDeny, e.readDeny)
-		setOnce(&m.writeDeny, e.writeDeny)
+		m.denyWrite(e.writeDeny, depth)
+		if e.dep && m.depAt == 0 {
+			m.depAt = depth
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,8 @@ type refIndex struct {
 	write, read, readDeny, writeDeny map[string]*Rule // absolute entries
 	names                            map[string][2]*Rule
 	prefixGlobs, suffixGlobs         map[string][2]*Rule // literal part
+	depAbs, depNames                 map[string]bool     // dependency trees
+	git                              bool                // the git model is on: note the first ".git"
 }
 
 // refLower folds ASCII upper case only, as the index does.
@@ -40,16 +43,24 @@ func newRefIndex(p *Policy) *refIndex {
 		write: map[string]*Rule{}, read: map[string]*Rule{},
 		readDeny: map[string]*Rule{}, writeDeny: map[string]*Rule{},
 		names: map[string][2]*Rule{}, prefixGlobs: map[string][2]*Rule{}, suffixGlobs: map[string][2]*Rule{},
+		depAbs: map[string]bool{}, depNames: map[string]bool{}, git: p.git != nil,
 	}
 	first := func(m map[string]*Rule, k string, rule *Rule) {
 		if _, ok := m[k]; !ok {
 			m[k] = rule
 		}
 	}
+	// A write deny listed both as a credential and protected everywhere
+	// is protected everywhere.
+	stronger := func(m map[string]*Rule, k string, rule *Rule) {
+		if old, ok := m[k]; !ok || old.Class == ClassCredential && rule.Class != ClassCredential {
+			m[k] = rule
+		}
+	}
 	// slot 0 is the read deny, slot 1 the write deny.
 	firstName := func(m map[string][2]*Rule, k string, slot int, rule *Rule) {
 		v := m[k]
-		if v[slot] == nil {
+		if v[slot] == nil || slot == 1 && v[1].Class == ClassCredential && rule.Class != ClassCredential {
 			v[slot] = rule
 		}
 		m[k] = v
@@ -63,7 +74,16 @@ func newRefIndex(p *Policy) *refIndex {
 			first(r.read, v, rule)
 		case KindSystem:
 			first(r.writeDeny, v, rule)
+		case KindDependencyTree:
+			if v[0] == '/' {
+				r.depAbs[v] = true
+			} else {
+				r.depNames[refLower(strings.TrimRight(v, "/"))] = true
+			}
 		case KindReadDeny, KindProtected:
+			if rule.Class == ClassGit {
+				continue // the git model's, not the index's
+			}
 			slot := 0
 			if rule.Kind == KindProtected {
 				slot = 1
@@ -73,7 +93,7 @@ func newRefIndex(p *Policy) *refIndex {
 				if slot == 0 {
 					first(r.readDeny, v, rule)
 				} else {
-					first(r.writeDeny, v, rule)
+					stronger(r.writeDeny, v, rule)
 				}
 			case strings.HasPrefix(v, "*"):
 				firstName(r.suffixGlobs, refLower(v[1:]), slot, rule)
@@ -91,16 +111,23 @@ func newRefIndex(p *Policy) *refIndex {
 // shallowest component decides the deny entries, and within one component
 // the absolute entry ending there, then the name of one component, then
 // windows ending there from two components up, then prefix globs from the
-// shortest literal up, then suffix globs likewise. Roots: the deepest wins.
+// shortest literal up, then suffix globs likewise; a credential matched
+// below the component ending the first dependency tree is passed over.
+// Roots: the deepest wins.
 func (r *refIndex) match(path string) (m match) {
+	depth, depAt := 0, 0 // the component being matched; where the first dependency tree ended
 	hit := func(rd, wd *Rule) {
 		if m.readDeny == nil {
 			m.readDeny = rd
+		}
+		if wd != nil && wd.Class == ClassCredential && depAt != 0 && depAt < depth {
+			return
 		}
 		if m.writeDeny == nil {
 			m.writeDeny = wd
 		}
 	}
+	defer func() { m.depAt = depAt }()
 	var starts, ends []int
 	for i := 1; i < len(path); {
 		j := strings.IndexByte(path[i:], '/')
@@ -113,6 +140,8 @@ func (r *refIndex) match(path string) (m match) {
 		i = j + 1
 	}
 	for t := 0; t <= len(ends); t++ {
+		depth = t
+		dep := false
 		prefix, last := "/", len(path) == 1
 		if t > 0 {
 			prefix, last = path[:ends[t-1]], ends[t-1] == len(path)
@@ -124,10 +153,17 @@ func (r *refIndex) match(path string) (m match) {
 			m.read, m.readRoot = rule, prefix
 		}
 		hit(r.readDeny[prefix], r.writeDeny[prefix])
+		dep = r.depAbs[prefix]
 		if t == 0 {
 			continue
 		}
 		comp := path[starts[t-1]:ends[t-1]]
+		if r.git && m.gitEnd == 0 && refLower(comp) == ".git" {
+			m.gitEnd = ends[t-1]
+		}
+		if dep && depAt == 0 {
+			depAt = t
+		}
 		if len(comp) > maxName {
 			continue
 		}
@@ -137,8 +173,12 @@ func (r *refIndex) match(path string) (m match) {
 				long = long || ends[x]-starts[x] > maxName
 			}
 			if !long {
-				v := r.names[refLower(path[starts[t-k]:ends[t-1]])]
+				key := refLower(path[starts[t-k]:ends[t-1]])
+				v := r.names[key]
 				hit(v[0], v[1])
+				if r.depNames[key] && depAt == 0 {
+					depAt = t
+				}
 			}
 		}
 		for l := 1; l <= len(comp); l++ {
@@ -164,6 +204,7 @@ var refComponents = []string{
 	"a", "b", "ab", "ba", "A", "aB", ".git", "hooks", "config", ".env", ".env.local",
 	"x.pem", "KEY.PEM", ".pem", "id_rsa", ".bashrc", ".config", "fish", "src", "main.go",
 	"a.b", "b.a", ".a", "a.", "-", "zq9", "proc", "sys", "Q7", "x-9_Z", "m0", "README.md",
+	"node_modules", "pkg", "mod", "site-packages", ".ssh",
 }
 
 // refComp returns a component other than "." and "..", which clean away.
@@ -246,6 +287,19 @@ func refSpec(r *rand.Rand) Spec {
 	}
 	for range r.IntN(8) {
 		s.Protected = append(s.Protected, entry())
+	}
+	for range r.IntN(6) {
+		s.Credentials = append(s.Credentials, entry())
+	}
+	for range r.IntN(3) {
+		if d := abs(); r.IntN(3) == 0 && d != "/" {
+			s.DependencyTrees = append(s.DependencyTrees, d)
+		} else {
+			s.DependencyTrees = append(s.DependencyTrees, refName(r, 2))
+		}
+	}
+	if r.IntN(3) == 0 {
+		s.Protected = append(s.Protected, ".git")
 	}
 	if r.IntN(8) == 0 {
 		// Glob-heavy: enough literals that trie nodes have more edges
@@ -341,7 +395,8 @@ func checkRoot(t *testing.T, p *Policy, ref *refIndex, path string) {
 
 func describeMatch(m match) string {
 	return "write=" + m.write.String() + " at " + quote(m.writeRoot) + " exact=" + map[bool]string{true: "yes", false: "no"}[m.writeExact] +
-		" read=" + m.read.String() + " at " + quote(m.readRoot) + " readDeny=" + m.readDeny.String() + " writeDeny=" + m.writeDeny.String()
+		" read=" + m.read.String() + " at " + quote(m.readRoot) + " readDeny=" + m.readDeny.String() + " writeDeny=" + m.writeDeny.String() +
+		" depAt=" + strconv.Itoa(m.depAt) + " gitEnd=" + strconv.Itoa(m.gitEnd)
 }
 
 func requireRefBaseAbsent(t testing.TB) {

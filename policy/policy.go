@@ -21,8 +21,14 @@ type Policy struct {
 	// readDeny and protected are the entries as indexed: absolute paths
 	// with "~" expanded (both spellings), and name patterns as given.
 	readDeny, protected []string
-	exec                execRules // exec.go
-	net                 netRules  // net.go
+	// credentials and depTrees are the credential-class protected entries
+	// and the dependency trees, as indexed (protected.go).
+	credentials, depTrees []string
+	// git is the git metadata model, nil when the protected list does not
+	// hold GitEntry (gitmeta.go).
+	git  *gitModel
+	exec execRules // exec.go
+	net  netRules  // net.go
 	// hints words hints in the terms the policy was written in
 	// (Builder.Hints, hints.go); nil for the Go API's own words.
 	hints map[HintTopic]string
@@ -43,9 +49,22 @@ type Spec struct {
 	// ReadDeny entries may not be read: absolute paths (and their subtrees)
 	// or name patterns matched at any depth.
 	ReadDeny []string
-	// Protected entries may not be written even inside a write root. They
-	// extend DefaultProtected unless ReplaceProtected is set.
-	Protected        []string
+	// Protected entries may not be written even inside a write root, at
+	// any depth (ClassRuns, protected.go). They extend DefaultProtected
+	// unless ReplaceProtected is set. GitEntry and the other git entries
+	// turn on the git metadata model (gitmeta.go).
+	Protected []string
+	// Credentials are protected entries that hold secrets
+	// (ClassCredential): protected like Protected outside the dependency
+	// trees, writable inside them. They extend DefaultCredentials unless
+	// ReplaceProtected is set.
+	Credentials []string
+	// DependencyTrees are where credential-class names may be written:
+	// name patterns (no "*") or absolute paths. They extend
+	// DefaultDependencyTrees unless ReplaceProtected is set.
+	DependencyTrees []string
+	// ReplaceProtected drops the three built-in lists (DefaultProtected,
+	// DefaultCredentials, DefaultDependencyTrees).
 	ReplaceProtected bool
 	// Source is the provenance recorded on every rule ("code" when empty).
 	Source string
@@ -77,6 +96,12 @@ func New(spec Spec) (*Policy, error) {
 	for _, r := range spec.Protected {
 		b.Protect(r, src)
 	}
+	for _, r := range spec.Credentials {
+		b.Credential(r, src)
+	}
+	for _, r := range spec.DependencyTrees {
+		b.DependencyTree(r, src)
+	}
 	return b.Build()
 }
 
@@ -85,8 +110,9 @@ func New(spec Spec) (*Policy, error) {
 type Builder struct {
 	// Home replaces the user's home directory when expanding "~".
 	Home string
-	// ReplaceProtected drops DefaultProtected: only the entries given with
-	// Protect are protected. It must be said explicitly.
+	// ReplaceProtected drops DefaultProtected, DefaultCredentials and
+	// DefaultDependencyTrees: only the entries given with Protect,
+	// Credential and DependencyTree apply. It must be said explicitly.
 	ReplaceProtected bool
 	// Exec and Net hold the process and network rules; each rule carries
 	// its own provenance.
@@ -105,6 +131,7 @@ type builderEntry struct {
 	kind   RuleKind
 	value  string
 	source string
+	class  ProtectClass // for KindProtected: ClassRuns (zero) or ClassCredential
 }
 
 // EntryError reports one invalid policy entry and where it came from.
@@ -130,8 +157,18 @@ func (b *Builder) ReadRoot(path, source string)  { b.add(KindReadRoot, path, sou
 func (b *Builder) ReadDeny(entry, source string) { b.add(KindReadDeny, entry, source) }
 func (b *Builder) Protect(entry, source string)  { b.add(KindProtected, entry, source) }
 
+// Credential adds a credential-class protected entry: protected outside
+// dependency trees (protected.go).
+func (b *Builder) Credential(entry, source string) {
+	b.entries = append(b.entries, builderEntry{KindProtected, entry, source, ClassCredential})
+}
+
+// DependencyTree adds a dependency tree: a name pattern (no "*") or an
+// absolute path under which credential-class names may be written.
+func (b *Builder) DependencyTree(entry, source string) { b.add(KindDependencyTree, entry, source) }
+
 func (b *Builder) add(k RuleKind, v, src string) {
-	b.entries = append(b.entries, builderEntry{k, v, src})
+	b.entries = append(b.entries, builderEntry{k, v, src, 0})
 }
 
 // Build validates every entry, canonicalises paths (resolving symbolic links
@@ -143,11 +180,26 @@ func (b *Builder) Build() (*Policy, error) {
 
 	entries := b.entries
 	if !b.ReplaceProtected {
-		defaults := make([]builderEntry, 0, len(DefaultProtected)+len(systemWriteDeny)+len(entries))
+		defaults := make([]builderEntry, 0, len(DefaultProtected)+len(DefaultCredentials)+len(DefaultDependencyTrees)+len(entries))
 		for _, d := range DefaultProtected {
-			defaults = append(defaults, builderEntry{KindProtected, d, "builtin"})
+			defaults = append(defaults, builderEntry{KindProtected, d, "builtin", 0})
+		}
+		for _, d := range DefaultCredentials {
+			defaults = append(defaults, builderEntry{KindProtected, d, "builtin", ClassCredential})
+		}
+		for _, d := range DefaultDependencyTrees {
+			defaults = append(defaults, builderEntry{KindDependencyTree, d, "builtin", 0})
 		}
 		entries = append(defaults, entries...)
+	}
+	// A git entry in the list turns on the git metadata model (gitmeta.go).
+	for _, e := range entries {
+		if e.kind == KindProtected && e.class != ClassCredential && isGitClassEntry(e.value) {
+			r := &Rule{Kind: KindProtected, Pattern: GitEntry, Source: "builtin", Hint: hintProtected, Class: ClassGit}
+			p.git = &gitModel{object: r}
+			p.rules = append(p.rules, r)
+			break
+		}
 	}
 	for _, s := range systemWriteDeny {
 		r := &Rule{Kind: KindSystem, Pattern: s, Source: "builtin",
@@ -164,12 +216,21 @@ func (b *Builder) Build() (*Policy, error) {
 	if err := p.exec.build(b.Exec, p); err != nil {
 		errs = append(errs, err)
 	}
+	// The go profile's module cache is a dependency tree wherever it is.
+	for _, it := range p.exec.profiles {
+		if v, ok := strings.CutPrefix(it.Value, "GOMODCACHE="); ok && it.Kind == ProfileEnvSet {
+			if err := b.addEntry(p, &ib, builderEntry{KindDependencyTree, v, "profile " + it.Profile + " (GOMODCACHE)", 0}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if err := p.net.build(b.Net, p); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	p.ix.git = p.git != nil
 	ib.finish()
 	return p, nil
 }
@@ -189,6 +250,17 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 		return errors.New("contains a NUL byte")
 	}
 	r := &Rule{Kind: e.kind, Pattern: v, Source: e.source}
+	if e.kind == KindProtected {
+		r.Class = ClassRuns
+		if e.class == ClassCredential {
+			r.Class = ClassCredential
+		}
+	}
+	if p.git != nil && e.kind == KindProtected && r.Class == ClassRuns && p.git.take(r) {
+		p.rules = append(p.rules, r)
+		p.addFileEntry(r, v)
+		return nil
+	}
 	switch e.kind {
 	case KindWriteRoot, KindReadRoot:
 		if v == "." {
@@ -230,6 +302,28 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 			}
 		}
 		return nil
+	case KindDependencyTree:
+		if strings.IndexByte(v, '*') >= 0 {
+			return errors.New(`a dependency tree is a name or an absolute path, without "*"`)
+		}
+		r.Hint = "credential-class protected names may be written in this tree"
+		p.rules = append(p.rules, r)
+		if v[0] == '/' || v[0] == '~' {
+			paths, err := b.absolute(v)
+			if err != nil {
+				return err
+			}
+			for _, ap := range paths {
+				if ap == "/" {
+					return errors.New("the whole filesystem cannot be a dependency tree")
+				}
+				p.depTrees = appendUnique(p.depTrees, ap)
+				ib.addPrefix(ap, func(pe *prefixEntry) { pe.dep = true })
+			}
+			return nil
+		}
+		p.depTrees = appendUnique(p.depTrees, v)
+		return ib.addName(v, func(ne *nameEntry) { ne.dep = true })
 	case KindReadDeny, KindProtected:
 		if e.kind == KindProtected {
 			r.Hint = hintProtected
@@ -243,23 +337,23 @@ func (b *Builder) addEntry(p *Policy, ib *indexBuilder, e builderEntry) error {
 				return err
 			}
 			for _, ap := range paths {
-				p.addFileEntry(e.kind, ap)
+				p.addFileEntry(r, ap)
 				ib.addPrefix(ap, func(pe *prefixEntry) {
 					if e.kind == KindReadDeny {
 						setOnce(&pe.readDeny, r)
 					} else {
-						setOnce(&pe.writeDeny, r)
+						setStronger(&pe.writeDeny, r)
 					}
 				})
 			}
 			return nil
 		}
-		p.addFileEntry(e.kind, v)
+		p.addFileEntry(r, v)
 		return ib.addName(v, func(ne *nameEntry) {
 			if e.kind == KindReadDeny {
 				setOnce(&ne.readDeny, r)
 			} else {
-				setOnce(&ne.writeDeny, r)
+				setStronger(&ne.writeDeny, r)
 			}
 		})
 	}
@@ -329,19 +423,32 @@ func appendUnique(s []string, v string) []string {
 	return append(s, v)
 }
 
-func (p *Policy) addFileEntry(k RuleKind, v string) {
-	if k == KindReadDeny {
+func (p *Policy) addFileEntry(r *Rule, v string) {
+	switch {
+	case r.Kind == KindReadDeny:
 		p.readDeny = appendUnique(p.readDeny, v)
-	} else {
+	case r.Class == ClassCredential:
+		p.credentials = appendUnique(p.credentials, v)
+	default:
 		p.protected = appendUnique(p.protected, v)
+	}
+}
+
+// setStronger files r as an entry's write-deny rule: the first one, or r
+// when it is protected everywhere and the one filed is a credential
+// (protected outside dependency trees), so that listing a name in both
+// classes protects it everywhere.
+func setStronger(dst **Rule, r *Rule) {
+	if *dst == nil || (*dst).Class == ClassCredential && r.Class != ClassCredential {
+		*dst = r
 	}
 }
 
 // FileSpec returns the policy's filesystem rules in a form that rebuilds an
 // equivalent policy with New, in another process: roots and absolute entries
 // expanded and canonical, the "." root replaced by cwd (dropped when cwd is
-// empty), protected entries complete (built-in ones included, so
-// ReplaceProtected is set). Exec and net rules are not part of it. The
+// empty), protected entries, credentials and dependency trees complete
+// (built-in ones included, so ReplaceProtected is set). Exec and net rules are not part of it. The
 // sandbox uses it to judge a child's file calls with the same rules.
 func (p *Policy) FileSpec(cwd string) Spec {
 	if p == nil {
@@ -352,6 +459,8 @@ func (p *Policy) FileSpec(cwd string) Spec {
 		ReadRoots:        append([]string(nil), p.readRoots...),
 		ReadDeny:         append([]string(nil), p.readDeny...),
 		Protected:        append([]string(nil), p.protected...),
+		Credentials:      append([]string(nil), p.credentials...),
+		DependencyTrees:  append([]string(nil), p.depTrees...),
 		ReplaceProtected: true,
 		Source:           "sandbox",
 	}

@@ -1,19 +1,33 @@
 package policy
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
-// Protected names a tool writes from its own defaults. The built-in
-// protected list keeps `.git/config` from being created or changed inside
-// write roots, because git runs what a repository's configuration names on
-// the next git command. `git init` must create that file, and writes it
-// only from git's defaults when nothing else can reach it: with the git
-// profile, a command that is exactly `git init` with options that choose
-// no template or configuration (-q, --bare, -b/--initial-branch,
-// --object-format, --shared, one directory), run directly (no shell,
-// wrapper, redirection or assignment), may create a new repository's
-// `.git/config`, with variables forced so that no template or user
-// configuration feeds it. `.git/hooks` stays protected (the empty
-// template creates none).
+// Protected names a tool writes from its own defaults. The git metadata
+// model (gitmeta.go) keeps a repository's configuration and its redirect
+// files from being created or changed by children, because git runs what
+// a repository's configuration names, and reads configuration and hooks
+// from where a redirect file points, on the next git command. Three git
+// commands must write them, and write them only from git's defaults when
+// nothing else can reach them: with the git profile, a command run
+// directly (no shell, wrapper, redirection or assignment) that is exactly
+//
+//   - `git init` with options that choose no template or configuration
+//     (-q, --bare, -b/--initial-branch, --object-format, --shared, one
+//     directory) may write configuration (GitConfigEntry);
+//   - `git clone` of one repository into at most one directory, with
+//     options that choose no template, configuration, other object store
+//     or submodules (plainGitClone), may write configuration;
+//   - `git worktree add|move|remove|prune|repair|lock|unlock` with its
+//     plain options may write and remove redirect files (GitRedirectEntry:
+//     the new worktree's .git pointer file, worktrees/<name>/commondir and
+//     gitdir), which it fills with paths it computes itself;
+//
+// init and clone run with variables forced so that no template (no sample
+// hooks: an empty GIT_TEMPLATE_DIR makes git copy none) and no user or
+// system configuration feeds them. Hooks stay protected for all three.
 
 // ToolCreation says which protected entries one command may create, and
 // the variables forced so that the tool writes them from its defaults.
@@ -27,15 +41,31 @@ type ToolCreation struct {
 	Why string
 }
 
-var gitInitCreation = &ToolCreation{
-	Protected: []string{".git/config"},
-	Env:       []string{"GIT_TEMPLATE_DIR=", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
-	Why:       "git init writes a new repository's .git/config from its defaults (git profile; no template, no user or system configuration)",
-}
+// gitDefaultsEnv makes git write a repository from its defaults: no
+// template directory, no system or user configuration.
+var gitDefaultsEnv = []string{"GIT_TEMPLATE_DIR=", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+
+var (
+	gitInitCreation = &ToolCreation{
+		Protected: []string{GitConfigEntry},
+		Env:       gitDefaultsEnv,
+		Why:       "git init writes a new repository's .git/config from its defaults (git profile; no template, no user or system configuration)",
+	}
+	gitCloneCreation = &ToolCreation{
+		Protected: []string{GitConfigEntry},
+		Env:       gitDefaultsEnv,
+		Why:       "git clone writes the new repository's .git/config from its defaults and the URL it was given (git profile; no template, no user or system configuration)",
+	}
+	gitWorktreeCreation = &ToolCreation{
+		Protected: []string{GitRedirectEntry},
+		Why:       "git worktree writes a worktree's .git pointer file and its commondir and gitdir from the paths it computes (git profile)",
+	}
+)
 
 // ToolCreation returns what the planned command may create among the
 // protected names, nil when nothing. Only a policy that uses the git
-// profile lets `git init` create `.git/config`.
+// profile has tool creations: `git init` and `git clone` write
+// configuration, `git worktree` writes its redirect files.
 func (p *Policy) ToolCreation(pl *ExecPlan) *ToolCreation {
 	if p == nil {
 		return nil
@@ -48,10 +78,15 @@ func (p *Policy) ToolCreation(pl *ExecPlan) *ToolCreation {
 	if c.Program == "" || !p.profileProgram("git@", c.Program) {
 		return nil
 	}
-	if !plainGitInit(c.Argv) {
-		return nil
+	switch {
+	case plainGitInit(c.Argv):
+		return gitInitCreation
+	case plainGitClone(c.Argv):
+		return gitCloneCreation
+	case plainGitWorktree(c.Argv):
+		return gitWorktreeCreation
 	}
-	return gitInitCreation
+	return nil
 }
 
 // profileProgram reports whether program (a real path) is a program rule
@@ -91,4 +126,80 @@ func plainGitInit(argv []string) bool {
 		}
 	}
 	return operands <= 1
+}
+
+// plainGitClone reports whether argv is `git clone` of one repository into
+// at most one directory with only options that choose no template,
+// configuration, other object store, separate git directory or
+// submodules (git-clone(1), git 2.39): --template, -c/--config,
+// --reference, --shared, --separate-git-dir, --recurse-submodules,
+// --upload-pack and the rest are not plain.
+func plainGitClone(argv []string) bool {
+	if len(argv) < 3 || argv[1] != "clone" {
+		return false
+	}
+	withValue := []string{"-b", "--branch", "--depth", "--shallow-since", "--shallow-exclude", "-o", "--origin", "--filter", "-j", "--jobs"}
+	operands := 0
+	for i := 2; i < len(argv); i++ {
+		a := argv[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case a == "-q" || a == "--quiet" || a == "-v" || a == "--verbose" || a == "--progress" ||
+			a == "-n" || a == "--no-checkout" || a == "--bare" || a == "--mirror" || a == "-l" || a == "--local" ||
+			a == "--no-local" || a == "--no-hardlinks" || a == "--single-branch" || a == "--no-single-branch" ||
+			a == "--no-tags" || a == "--sparse" || a == "--reject-shallow" || a == "--no-reject-shallow":
+		case slices.Contains(withValue, a):
+			i++
+			if i >= len(argv) {
+				return false
+			}
+		case hasValue && strings.HasPrefix(a, "--") && slices.Contains(withValue, name):
+		case len(a) > 2 && (strings.HasPrefix(a, "-b") || strings.HasPrefix(a, "-o") || strings.HasPrefix(a, "-j")) && a[1] != '-':
+		case a == "--":
+			operands += len(argv) - i - 1
+			i = len(argv)
+		case a != "" && a[0] != '-':
+			operands++
+		default:
+			return false
+		}
+	}
+	return operands == 1 || operands == 2
+}
+
+// plainGitWorktree reports whether argv is `git worktree` with a
+// subcommand that writes or removes worktree links (add, move, remove,
+// prune, repair, lock, unlock) and only its plain options (git-worktree(1),
+// git 2.39).
+func plainGitWorktree(argv []string) bool {
+	if len(argv) < 3 || argv[1] != "worktree" {
+		return false
+	}
+	switch argv[2] {
+	case "add", "move", "remove", "prune", "repair", "lock", "unlock":
+	default:
+		return false
+	}
+	withValue := []string{"-b", "-B", "--reason", "--expire"}
+	for i := 3; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "-f" || a == "--force" || a == "--detach" || a == "--checkout" || a == "--no-checkout" ||
+			a == "--lock" || a == "-q" || a == "--quiet" || a == "--track" || a == "--no-track" ||
+			a == "--guess-remote" || a == "--no-guess-remote" || a == "--orphan" || a == "-n" || a == "--dry-run" ||
+			a == "-v" || a == "--verbose":
+		case slices.Contains(withValue, a):
+			i++
+			if i >= len(argv) {
+				return false
+			}
+		case strings.HasPrefix(a, "--reason=") || strings.HasPrefix(a, "--expire="):
+		case a == "--":
+			return true
+		case a != "" && a[0] != '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

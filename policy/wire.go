@@ -31,9 +31,10 @@ type wirePolicy struct {
 }
 
 type wireEntry struct {
-	Kind   RuleKind `json:"kind"`
-	Value  string   `json:"value"`
-	Source string   `json:"source,omitempty"`
+	Kind   RuleKind     `json:"kind"`
+	Value  string       `json:"value"`
+	Source string       `json:"source,omitempty"`
+	Class  ProtectClass `json:"class,omitempty"` // ClassCredential for a credential entry
 }
 
 func (b *Builder) wireForm() wirePolicy {
@@ -45,7 +46,7 @@ func (b *Builder) wireForm() wirePolicy {
 	}
 	w.Entries = make([]wireEntry, len(b.entries))
 	for i, e := range b.entries {
-		w.Entries[i] = wireEntry{Kind: e.kind, Value: e.value, Source: e.source}
+		w.Entries[i] = wireEntry{Kind: e.kind, Value: e.value, Source: e.source, Class: e.class}
 	}
 	return w
 }
@@ -70,8 +71,14 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 	b := Builder{Home: w.Home, ReplaceProtected: w.ReplaceProtected, Exec: w.Exec, Net: w.Net, Hints: w.Hints}
 	for _, e := range w.Entries {
 		switch e.Kind {
-		case KindWriteRoot, KindReadRoot, KindReadDeny, KindProtected:
+		case KindWriteRoot, KindReadRoot, KindReadDeny, KindDependencyTree:
 			b.add(e.Kind, e.Value, e.Source)
+		case KindProtected:
+			if e.Class == ClassCredential {
+				b.Credential(e.Value, e.Source)
+			} else {
+				b.Protect(e.Value, e.Source)
+			}
 		default:
 			return errors.New("policy: unknown entry kind " + e.Kind.String() + " in encoded policy")
 		}
