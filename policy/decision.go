@@ -93,6 +93,11 @@ const (
 	// KindDependencyTree is a dependency tree: not a deny rule but where
 	// credential-class protected names may be written (protected.go).
 	KindDependencyTree
+	// KindGitMeta is the git metadata model's own rule (gitmeta.go): a
+	// repository's .git entry itself, and what git does not write inside
+	// it. It is not KindProtected because it does not hold the subtree:
+	// most of .git stays writable.
+	KindGitMeta
 )
 
 var kindNames = [...]string{
@@ -100,6 +105,7 @@ var kindNames = [...]string{
 	KindReadDeny: "read deny", KindProtected: "protected", KindDefault: "default",
 	KindSystem: "system", KindResolve: "resolution", KindInvalid: "invalid input",
 	KindExec: "exec rule", KindNet: "net rule", KindHost: "host", KindDependencyTree: "dependency tree",
+	KindGitMeta: "git metadata",
 }
 
 func (k RuleKind) String() string {

@@ -53,6 +53,7 @@ func (t HintTopic) String() string {
 const (
 	hintProtected = "protected names stay read-only inside write roots; drop it from the protected set (Builder.ReplaceProtected) or let BeforeDeny rescue hard denials (audit.WithRescueHard)"
 	hintReadDeny  = "remove the read-deny entry, or let BeforeDeny rescue hard denials (audit.WithRescueHard)"
+	hintGitMeta   = "a child changes .git only as git's own commands do; a plain git init, git clone or git worktree under the git profile writes configuration or links from git's defaults (policy.ToolCreation); drop the .git/ entries from the protected set (Builder.ReplaceProtected) to turn the model off, or let BeforeDeny rescue hard denials (audit.WithRescueHard)"
 	hintNetDeny   = "drop the deny rule, or opt in with audit.WithRescueHard and rescue it in BeforeDeny"
 	hintOption    = "name the option in the allow rule's Args to allow it for that rule, or rescue the call in BeforeDeny with audit.WithRescueHard"
 	hintGitConfig = "set harmless keys only (user.name, user.email, ...); name the exact option and value in the allow rule's Args to allow it, or rescue the call in BeforeDeny with audit.WithRescueHard"

@@ -195,7 +195,7 @@ func (b *Builder) Build() (*Policy, error) {
 	// A git entry in the list turns on the git metadata model (gitmeta.go).
 	for _, e := range entries {
 		if e.kind == KindProtected && e.class != ClassCredential && isGitClassEntry(e.value) {
-			r := &Rule{Kind: KindProtected, Pattern: GitEntry, Source: "builtin", Hint: hintProtected, Class: ClassGit}
+			r := &Rule{Kind: KindGitMeta, Pattern: GitEntry, Source: "builtin", Hint: hintGitMeta, Class: ClassGit}
 			p.git = &gitModel{object: r}
 			p.rules = append(p.rules, r)
 			break
