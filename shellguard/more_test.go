@@ -52,6 +52,14 @@ func TestExecRedirectionLastsForTheCall(t *testing.T) {
 	if res := run(t, s, "echo next call"); res.Stdout != "next call\n" {
 		t.Fatalf("the next call's stdout %q", res.Stdout)
 	}
+	// The file exec made the shell's stdout was closed with its call.
+	log := filepath.Join(e.dir, "log.txt")
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, _ := os.Readlink("/proc/self/fd/" + fd.Name()); target == log {
+			t.Fatalf("descriptor %s still open on %s", fd.Name(), log)
+		}
+	}
 }
 
 func TestBackgroundJobEndsWithTheCall(t *testing.T) {
