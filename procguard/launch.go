@@ -130,6 +130,9 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	if cg != nil {
 		join = cg.joinAll
 	}
+	if spec.Judge == nil && !spec.NoSeccomp {
+		spec.Judge = c.judgeFileCall
+	}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {
 		c.egress.close()
@@ -174,6 +177,50 @@ func (c *Cmd) dialForward(ctx context.Context, network, addr string) (net.Conn, 
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, network, net.JoinHostPort(req.IP.String(), fmt.Sprint(req.Port)))
+}
+
+// judgeFileCall runs a file call the sandbox's supervisor refused through
+// the scope's pipeline, as an fsguard call would be: it is recorded (and
+// logged) with the command's tool call, BeforeDeny may rescue it and the
+// file protocol's mode applies. It returns true to overturn the refusal.
+// The child waits meanwhile, at most sandbox.JudgeTimeout.
+func (c *Cmd) judgeFileCall(fc *sandbox.FileCall) bool {
+	if len(fc.Paths) == 0 {
+		return false
+	}
+	ev := &audit.Event{Protocol: audit.FS, Op: fc.Op, Target: fc.Paths[0], Resolved: fc.Paths[0],
+		Detail: fmt.Sprintf("%s by pid %d in the sandbox of %s", fc.Call, fc.Pid, c.String())}
+	if len(fc.Paths) > 1 {
+		ev.Target2, ev.Resolved2 = fc.Paths[1], fc.Paths[1]
+	}
+	return audit.Check(c.ctx, ev, childFileRequest{fc}) == nil
+}
+
+// childFileRequest decides a refused child file call again with the
+// scope's policies; a refusal no rule makes (FileCall.Reason) is a hard
+// denial by ruleSandboxObject.
+type childFileRequest struct{ fc *sandbox.FileCall }
+
+// ruleSandboxObject stands for the supervisor's refusals by object.
+var ruleSandboxObject = &policy.Rule{Kind: policy.KindReadDeny, Source: "sandbox",
+	Hint: "the file is read-denied by another name, or the command may not read it"}
+
+func (r childFileRequest) Decide(p *policy.Policy) policy.Decision {
+	if r.fc.Reason != "" {
+		return policy.Deny(policy.TierHard, ruleSandboxObject, r.fc.Reason)
+	}
+	op := r.fc.Op
+	if op == policy.OpConnect {
+		op = policy.OpWrite
+	}
+	for _, path := range r.fc.Paths {
+		if d := p.CheckPath(op, path, ""); !d.Allowed {
+			return d
+		}
+	}
+	// The host's policy allows what the sandbox refused (a reload in
+	// between): the sandbox's answer stands.
+	return policy.Deny(policy.TierHard, ruleSandboxObject, "refused in the sandbox")
 }
 
 // DefaultProcesses is the process-count limit of a command's tree when

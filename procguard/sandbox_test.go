@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -546,5 +547,69 @@ func TestScopeReleaseKillsChildren(t *testing.T) {
 		if m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
 			t.Fatalf("survivors: %v", m)
 		}
+	}
+}
+
+// TestSandboxRefusalsReachHost: a file call the supervisor refuses inside
+// the sandbox is decided again in the host's pipeline, so it is recorded
+// with the command's tool call and the name as resolved (here reached
+// through a /proc alias), and a host's BeforeDeny may rescue it.
+func TestSandboxRefusalsReachHost(t *testing.T) {
+	rescue := audit.WithBeforeDeny(func(ctx context.Context, ev *audit.Event) bool {
+		return ev.Call != nil && ev.Call.Name == "trusted" && strings.HasSuffix(ev.Resolved, "/.env")
+	})
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools}, rescue, audit.WithRescueHard())
+	run := func(tool, script string) string {
+		t.Helper()
+		ctx, done := audit.WithCall(e.ctx, tool, nil)
+		defer done()
+		saved := e.ctx
+		e.ctx = ctx
+		defer func() { e.ctx = saved }()
+		// From a file: the argv layer does not read what it runs.
+		must(t, os.WriteFile(filepath.Join(e.dir, "t.sh"), []byte(script), 0o644))
+		out, err, _ := runScript(t, e, "sh ./t.sh")
+		if !strings.Contains(out, "done") {
+			t.Fatalf("%s: %v %q", tool, err, out)
+		}
+		return out
+	}
+	e.rec.Reset()
+	run("agent-bash", `r=$(printf .bash); echo x > "/proc/self/cwd/${r}rc"; echo x > /proc/self/cwd/.env; echo done`)
+	for _, p := range []string{".bashrc", ".env"} {
+		if _, err := os.Lstat(filepath.Join(e.dir, p)); err == nil {
+			t.Errorf("%s was created", p)
+		}
+	}
+	var seen []string
+	for _, r := range e.rec.Records() {
+		if r.Protocol != audit.FS || !strings.Contains(r.Detail, "in the sandbox") {
+			continue
+		}
+		seen = append(seen, r.Resolved)
+		if r.Outcome != audit.Denied || r.Tool != "agent-bash" || !strings.HasPrefix(r.Resolved, e.dir+"/") {
+			t.Errorf("record %+v: want a denial of the resolved name attributed to agent-bash", r)
+		}
+	}
+	if !slices.Contains(seen, filepath.Join(e.dir, ".bashrc")) || !slices.Contains(seen, filepath.Join(e.dir, ".env")) {
+		t.Errorf("the host saw %q, want both refusals", seen)
+	}
+
+	e.rec.Reset()
+	run("trusted", `echo KEY=1 > .env; echo x > .bashrc; echo done`)
+	if b, err := os.ReadFile(filepath.Join(e.dir, ".env")); err != nil || string(b) != "KEY=1\n" {
+		t.Errorf(".env rescued by BeforeDeny: %q %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(e.dir, ".bashrc")); err == nil {
+		t.Error(".bashrc was created: BeforeDeny did not rescue it")
+	}
+	var rescued bool
+	for _, r := range e.rec.Records() {
+		if r.Outcome == audit.Rescued && strings.HasSuffix(r.Resolved, "/.env") && r.Tool == "trusted" {
+			rescued = true
+		}
+	}
+	if !rescued {
+		t.Errorf("no rescued record for .env: %+v", e.rec.Records())
 	}
 }

@@ -145,13 +145,16 @@ func printConfinement(w io.Writer, c procguard.Confinement) {
 		fmt.Fprintf(w, "  /proc          %s\n", proc)
 		files := "masks and read-only binds only"
 		if sb.Seccomp {
-			files = "every create, write, delete, rename and link judged by the policy (seccomp)"
+			files = "every create, write, delete, rename and link judged on what it reaches and performed by the supervisor (seccomp); refusals recorded above"
 			if sb.SeccompReads {
 				files += "; reads judged against read-deny"
 			}
 		}
 		fmt.Fprintf(w, "  file calls     %s\n", files)
 		fmt.Fprintf(w, "  masked         %d read-denied paths; %d protected paths read-only\n", len(sb.Masked), len(sb.ReadOnly))
+		if sb.RootReadOnly {
+			fmt.Fprintf(w, "  root           read-only outside the write roots (content, mode, owner, times, xattrs)\n")
+		}
 		netw := "host network"
 		if sb.Loopback {
 			netw = "own namespace: loopback only"

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -63,6 +64,7 @@ type trampoline struct {
 	msgs     chan message  // the status stream after "ready"
 	readers  sync.WaitGroup
 	exit     *Exit // from the stream's "exit" message; read after readers.Wait
+	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
 }
 
 // newTrampoline re-executes the host binary as a sandbox init. It returns
@@ -158,6 +160,9 @@ func (t *trampoline) readStatus() {
 		case "exit":
 			t.exit = m.Exit
 			continue
+		case "file":
+			t.answer(m.File)
+			continue
 		}
 		if !saidReady && t.notReady == nil {
 			t.notReady = &m
@@ -168,6 +173,24 @@ func (t *trampoline) readStatus() {
 		default: // nobody waits any more (Start returned)
 		}
 	}
+}
+
+// answer asks the command's Judge about a refused file call and writes
+// the judgement to init. Without a Judge (or a file call) the refusal
+// stands.
+func (t *trampoline) answer(fc *FileCall) {
+	if fc == nil {
+		return
+	}
+	allow := false
+	if j := t.judge.Load(); j != nil {
+		allow = (*j)(fc) && fc.Reason == ""
+	}
+	b, err := json.Marshal(judgement{ID: fc.ID, Allow: allow})
+	if err != nil {
+		return
+	}
+	_, _ = t.ctl.Write(append(b, '\n'))
 }
 
 // alive reports whether the trampoline still runs (it has not been waited
@@ -366,8 +389,12 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 			return fail(&SetupError{Step: "join cgroup", Err: err})
 		}
 	}
+	if spec.Judge != nil {
+		t.judge.Store(&spec.Judge)
+	}
 	files, err := l.stdioFiles(stdio)
 	ws := wireSpec{Spec: *spec, ForceStage: forceStage}
+	ws.AskHost = spec.Judge != nil
 	var fwdHost, fwdIn *os.File
 	if err == nil && len(spec.Net.Forward) > 0 && !spec.Net.Host {
 		if fwdHost, fwdIn, err = netfwd.Pair(); err == nil {

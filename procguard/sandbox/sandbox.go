@@ -59,6 +59,39 @@ type Spec struct {
 	// calls (protected names, read-deny patterns) through seccomp user
 	// notification.
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// Judge, when set, is asked in the host about every file call the
+	// supervisor refuses, before the refusal stands: it records the
+	// denial and may overturn it (a BeforeDeny rescue, Warn mode) by
+	// returning true. It runs on one goroutine, one call at a time, while
+	// the calling process waits; an answer that takes longer than
+	// JudgeTimeout leaves the call refused. A refusal the policy's rules do
+	// not make (FileCall.Reason) is reported and never overturned.
+	Judge func(*FileCall) bool `json:"-"`
+	// AskHost is set by Start when Judge is: init sends refusals to the
+	// host and waits for its answer.
+	AskHost bool `json:"ask_host,omitempty"`
+}
+
+// JudgeTimeout bounds how long a child's file call waits for Spec.Judge:
+// past it the call is refused, whatever the host answers later.
+const JudgeTimeout = 5 * time.Second
+
+// FileCall is a file call of a sandboxed process that the supervisor
+// refused, as the host's Spec.Judge sees it.
+type FileCall struct {
+	ID   uint64 `json:"id"`
+	Pid  int    `json:"pid"`  // the caller's pid inside the sandbox
+	Call string `json:"call"` // the system call ("openat", "renameat2")
+	// Op is what the call does to Paths, the absolute names the
+	// supervisor resolved (links, /proc aliases and openat2 scopes taken
+	// as the caller's kernel would): one, or two for a move or link.
+	Op    policy.Op `json:"op"`
+	Paths []string  `json:"paths"`
+	// Reason is set when no policy rule makes the refusal: the file is
+	// known read-denied by its inode, Landlock does not let the target
+	// read it, or a move or link would give a read-denied file a new
+	// name. Such a refusal is not overturned.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Net is the target's network.
@@ -211,6 +244,15 @@ type message struct {
 	Err    string  `json:"err,omitempty"`
 	Errno  int     `json:"errno,omitempty"`
 	Exit   *Exit   `json:"exit,omitempty"`
+	// File is a refused file call to judge ("file"); the host answers on
+	// the control socket with a judgement line.
+	File *FileCall `json:"file,omitempty"`
+}
+
+// judgement is the host's answer to a "file" message.
+type judgement struct {
+	ID    uint64 `json:"id"`
+	Allow bool   `json:"allow"`
 }
 
 // setupErr rebuilds a *SetupError from its message, keeping the errno so

@@ -3,8 +3,12 @@
 package sandbox
 
 import (
+	"bytes"
+	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -46,6 +50,19 @@ func (st *initState) serveSeccomp(listener int) {
 // link must not be read-denied: that would give the file a name no rule
 // covers. A unix socket may be connected to only inside a write root.
 func (st *initState) decide(c *seccomp.Call) unix.Errno {
+	reason, denied := st.verdict(c)
+	if !denied {
+		return 0
+	}
+	if st.ctl != nil && st.askHost(c, reason) {
+		return 0
+	}
+	return unix.EACCES
+}
+
+// verdict is the supervisor's own answer: denied, and why when no policy
+// rule says so.
+func (st *initState) verdict(c *seccomp.Call) (reason string, denied bool) {
 	for i, p := range c.Paths {
 		if p.Name == "" || under(p.Name, kernelTrees...) {
 			continue // a pipe or socket with no name, or a kernel tree
@@ -54,14 +71,15 @@ func (st *initState) decide(c *seccomp.Call) unix.Errno {
 		if op == policy.OpConnect {
 			op = policy.OpWrite
 		}
-		if p.Ino != 0 && st.secret(p.Dev, p.Ino) && (op == policy.OpRead || i == 0 && (op == policy.OpMove || op == policy.OpLink)) {
-			return unix.EACCES
+		source := i == 0 && (op == policy.OpMove || op == policy.OpLink)
+		if p.Ino != 0 && st.secret(p.Dev, p.Ino) && (op == policy.OpRead || source) {
+			return "the file is read-denied (known by its inode)", true
 		}
 		if op == policy.OpRead && !st.readable(p.Name) {
-			return unix.EACCES
+			return "the Landlock ruleset does not let the command read it", true
 		}
-		if i == 0 && (op == policy.OpMove || op == policy.OpLink) && p.Mode != unix.S_IFLNK && st.denied(policy.OpRead, p.Name, policy.KindReadDeny) {
-			return unix.EACCES
+		if source && p.Mode != unix.S_IFLNK && st.denied(policy.OpRead, p.Name, policy.KindReadDeny) {
+			return "a read-denied file may not be given another name", true
 		}
 		for _, pol := range st.pols {
 			d := pol.CheckPath(op, p.Name, "")
@@ -74,10 +92,60 @@ func (st *initState) decide(c *seccomp.Call) unix.Errno {
 			if op == policy.OpRead && p.Ino != 0 {
 				st.markSecret(p.Dev, p.Ino)
 			}
-			return unix.EACCES
+			return "", true
 		}
 	}
-	return 0
+	return "", false
+}
+
+// askHost sends a refused call to the host (Spec.Judge) and waits, at most
+// JudgeTimeout, for its judgement: true overturns the refusal. A host
+// that does not answer in time, or an answer that cannot be read, leaves
+// it refused; a late answer is skipped when the next one is read.
+func (st *initState) askHost(c *seccomp.Call, reason string) bool {
+	st.judged++
+	fc := &FileCall{ID: st.judged, Pid: c.Pid, Call: c.Name, Op: c.Op, Reason: reason}
+	for _, p := range c.Paths {
+		fc.Paths = append(fc.Paths, p.Name)
+	}
+	st.send(message{Event: "file", File: fc})
+	deadline := time.Now().Add(JudgeTimeout)
+	buf := make([]byte, 512)
+	for {
+		for {
+			line, rest, ok := bytes.Cut(st.ctlBuf, []byte{'\n'})
+			if !ok {
+				break
+			}
+			st.ctlBuf = rest
+			var j judgement
+			if json.Unmarshal(line, &j) == nil && j.ID == fc.ID {
+				st.ctlBuf = slices.Clip(st.ctlBuf)
+				return j.Allow
+			}
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return false
+		}
+		fds := []unix.PollFd{{Fd: int32(st.ctl.Fd()), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(wait/time.Millisecond)+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return false
+		}
+		r, err := unix.Read(int(st.ctl.Fd()), buf)
+		if err != nil || r <= 0 {
+			st.ctl = nil // the host went away: refusals stand from now on
+			return false
+		}
+		if len(st.ctlBuf) > 1<<16 {
+			st.ctlBuf = nil
+		}
+		st.ctlBuf = append(st.ctlBuf, buf[:r]...)
+	}
 }
 
 // secrets are the read-denied files the sandbox knows by inode: those the

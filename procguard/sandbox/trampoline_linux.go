@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -60,6 +61,10 @@ type initState struct {
 	fwd     *os.File   // the forwarding socket, with forwards
 	stage   bool       // start the target through a target stage (tests)
 	status  *os.File
+	sendMu  sync.Mutex // one status line at a time
+	ctl     *os.File   // the control socket, kept to read judgements (Spec.AskHost)
+	ctlBuf  []byte     // what was read from ctl past the last judgement
+	judged  uint64     // the last FileCall.ID sent
 	pols    []*policy.Policy
 	report  Report
 	stop    chan struct{}
@@ -212,14 +217,21 @@ func (st *initState) send(m message) {
 	if err != nil {
 		return
 	}
+	st.sendMu.Lock()
 	_, _ = st.status.Write(append(b, '\n'))
+	st.sendMu.Unlock()
 }
 
 // readSpec takes the target's descriptors and the spec from the control
 // socket (see sendSpec).
 func readSpec(st *initState) error {
 	f := os.NewFile(fdCtl, "ctl")
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	var hdr [8]byte
 	oob := make([]byte, unix.CmsgSpace(4*(4+maxExtraFiles)))
 	n, oobn, _, _, err := unix.Recvmsg(fdCtl, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
@@ -279,6 +291,11 @@ func readSpec(st *initState) error {
 	}
 	if st.spec.Net.Host != st.hostNet {
 		return errors.New("the spec's network does not match the trampoline's")
+	}
+	if st.spec.AskHost {
+		// The host answers refused file calls on it (judge).
+		keep = true
+		st.ctl = f
 	}
 	return nil
 }
