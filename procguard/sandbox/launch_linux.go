@@ -63,7 +63,7 @@ type trampoline struct {
 	notReady *message      // set before ready closes when init failed or died instead
 	msgs     chan message  // the status stream after "ready"
 	readers  sync.WaitGroup
-	exit     *Exit // from the stream's "exit" message; read after readers.Wait
+	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
 	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
 }
 
