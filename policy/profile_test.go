@@ -3,6 +3,7 @@ package policy_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -191,8 +192,9 @@ func TestNoBuiltinDeny(t *testing.T) {
 	}
 }
 
-// TestToolCreation: only a plain `git init` under the git profile may
-// create .git/config.
+// TestToolCreation: only a plain `git init` or `git clone` under the git
+// profile may create .git/config, and only a plain `git worktree` its
+// links.
 func TestToolCreation(t *testing.T) {
 	git := mustLook(t, "git")
 	realGit, _ := filepath.EvalSymlinks(git)
@@ -220,11 +222,45 @@ func TestToolCreation(t *testing.T) {
 		{[]string{"git", "init", "a", "b"}, false},
 		{[]string{"git", "-c", "init.templateDir=/t", "init"}, false},
 		{[]string{"git", "status"}, false},
+		{[]string{"git", "clone", "/srv/repo"}, true},
+		{[]string{"git", "clone", "-q", "file:///srv/repo", "dir"}, true},
+		{[]string{"git", "clone", "--depth", "1", "-b", "main", "--single-branch", "https://example.com/r.git", "r"}, true},
+		{[]string{"git", "clone", "--branch=main", "--filter=blob:none", "/srv/repo"}, true},
+		{[]string{"git", "clone"}, false},
+		{[]string{"git", "clone", "a", "b", "c"}, false},
+		{[]string{"git", "clone", "--template=/t", "/srv/repo"}, false},
+		{[]string{"git", "clone", "-c", "core.hooksPath=/t", "/srv/repo"}, false},
+		{[]string{"git", "clone", "--config", "core.pager=x", "/srv/repo"}, false},
+		{[]string{"git", "clone", "--reference", "/other", "/srv/repo"}, false},
+		{[]string{"git", "clone", "--shared", "/srv/repo"}, false},
+		{[]string{"git", "clone", "--separate-git-dir=/g", "/srv/repo"}, false},
+		{[]string{"git", "clone", "--recurse-submodules", "/srv/repo"}, false},
+		{[]string{"git", "clone", "-u", "/x", "/srv/repo"}, false},
+		{[]string{"git", "worktree", "add", "../wt"}, true},
+		{[]string{"git", "worktree", "add", "-b", "feat", "../wt", "main"}, true},
+		{[]string{"git", "worktree", "remove", "--force", "../wt"}, true},
+		{[]string{"git", "worktree", "prune"}, true},
+		{[]string{"git", "worktree", "list"}, false},
+		{[]string{"git", "worktree", "add", "--unknown", "../wt"}, false},
 	}
 	for _, tc := range tests {
 		got := withProfile.ToolCreation(plan(tc.argv...))
 		if (got != nil) != tc.ok {
 			t.Errorf("%v: %v, want %v", tc.argv, got, tc.ok)
+		}
+		// What each may write: configuration for init and clone, the
+		// worktree links for git worktree; hooks never.
+		if got != nil {
+			want := policy.GitConfigEntry
+			if tc.argv[1] == "worktree" {
+				want = policy.GitRedirectEntry
+			}
+			if !slices.Equal(got.Protected, []string{want}) {
+				t.Errorf("%v may write %v, want %v", tc.argv, got.Protected, want)
+			}
+			if tc.argv[1] != "worktree" && !slices.Contains(got.Env, "GIT_TEMPLATE_DIR=") {
+				t.Errorf("%v runs with a template: %v", tc.argv, got.Env)
+			}
 		}
 		if plain.ToolCreation(plan(tc.argv...)) != nil {
 			t.Errorf("%v: allowed without the git profile", tc.argv)
