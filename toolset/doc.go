@@ -44,7 +44,16 @@
 //     is printed. glob and list name such entries without reading them
 //     (list marks them "read denied by policy").
 //   - Results are capped (Options.MaxOutput, read's line limit, grep's
-//     max_results, fetch's byte cap) and say where they were cut.
+//     max_results, fetch's byte cap, the shell's per-stream cap) and say
+//     where they were cut.
+//   - bash (Options.Shell) is one Run of one shellguard.Session the Set
+//     keeps: state carries over between calls, every program is decided
+//     with its expanded argv, each call is killed with everything it
+//     started at its timeout (timeout_seconds may shorten it), and the
+//     result gives the exit code, the working directory after the call
+//     and both streams. A refused program is not a tool error: the script
+//     goes on, the program's status is 126 and the teaching text is on
+//     stderr. shellguard's documentation says what differs from bash.
 //
 // # Not guaranteed
 //

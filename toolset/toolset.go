@@ -262,7 +262,10 @@ type Tool struct {
 
 // Call decodes input as the tool's arguments and runs the tool. A
 // missing, unknown or mistyped argument is a KindInput *Error naming it,
-// and nothing runs. The call's id is taken from ctx (WithCallID).
+// and nothing runs. The call's id is taken from ctx (WithCallID). ctx
+// gives the call its cancellation and deadline; its guard scope, when it
+// carries one (a host's audit.Restrict for this call, say), is the one
+// the call's scope is nested in, and the Set's otherwise.
 func (t *Tool) Call(ctx context.Context, input json.RawMessage) (Result, error) {
 	return t.run(ctx, input)
 }
