@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/toolset"
 )
 
@@ -160,5 +162,33 @@ func TestConcurrentCalls(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// A caller's context with its own scope (a host narrowing one call with
+// audit.Restrict) is the one the call nests in: the narrower policy
+// holds for that call and no other.
+func TestCallerScopeRestricts(t *testing.T) {
+	f := newFixture(t)
+	f.file("sub/.keep", "")
+	narrow, err := policy.New(policy.Spec{WriteRoots: []string{filepath.Join(f.ws, "sub")}, Home: f.ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, done, err := audit.Restrict(f.ctx, narrow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if _, err := f.set.Write(rctx, toolset.WriteInput{Path: "sub/in.txt", Content: "x"}); err != nil {
+		t.Errorf("write inside the narrowed root: %v", err)
+	}
+	res, err := f.set.Write(rctx, toolset.WriteInput{Path: "top.txt", Content: "x"})
+	mustFail(t, res, err, toolset.KindDenied, "top.txt")
+	if _, ok := f.read("top.txt"); ok {
+		t.Error("the restricted call wrote top.txt")
+	}
+	if _, err := f.set.Write(context.Background(), toolset.WriteInput{Path: "top.txt", Content: "x"}); err != nil {
+		t.Errorf("an unrestricted call: %v", err)
 	}
 }
