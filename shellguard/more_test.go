@@ -2,6 +2,7 @@ package shellguard_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -126,5 +127,51 @@ func TestHandlersInAHostRunner(t *testing.T) {
 	}
 	if strings.Join(tools, ",") != "host-shell#1,host-shell#1" {
 		t.Fatalf("denials by %v, want both by host-shell#1", tools)
+	}
+}
+
+func TestEnvironmentReachesChildrenFiltered(t *testing.T) {
+	e := setup(t)
+	s := e.session(t, shellguard.Options{Env: []string{"PATH=/nowhere", "HOME=" + e.dir, "FOO=bar", "API_TOKEN=s3cret", "LD_PRELOAD=/tmp/x.so"}})
+	res := run(t, s, `echo "shell sees $API_TOKEN"; printenv FOO; printenv API_TOKEN; echo "token $?"; printenv LD_PRELOAD; echo "preload $?"; printenv PATH`)
+	out := strings.Split(res.Stdout, "\n")
+	if len(out) < 5 || out[0] != "shell sees s3cret" || out[1] != "bar" || out[2] != "token 1" || out[3] != "preload 1" || out[4] == "/nowhere" {
+		t.Fatalf("stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+func TestSessionsOnOneScopeKeepTheirRecords(t *testing.T) {
+	e := setup(t)
+	a := e.session(t, shellguard.Options{})
+	b := e.session(t, shellguard.Options{Tool: "other"})
+	type got struct {
+		res *shellguard.Result
+		err error
+	}
+	ra, rb := make(chan got, 1), make(chan got, 1)
+	go func() { res, err := a.Run(context.Background(), "seq 1 1; seq 1 2; rm -f a"); ra <- got{res, err} }()
+	go func() { res, err := b.Run(context.Background(), "seq 1 3; seq 1 4; rm -f b"); rb <- got{res, err} }()
+	for _, tc := range []struct {
+		ch   chan got
+		tool string
+		own  []string
+	}{
+		{ra, "bash#", []string{"seq 1 1", "seq 1 2", "rm -f a"}},
+		{rb, "other#", []string{"seq 1 3", "seq 1 4", "rm -f b"}},
+	} {
+		g := <-tc.ch
+		if g.err != nil {
+			t.Fatal(g.err)
+		}
+		var argvs []string
+		for _, r := range g.res.Records {
+			argvs = append(argvs, strings.Join(r.Argv, " "))
+			if r.Tool != g.res.Call || !strings.HasPrefix(r.Tool, tc.tool) {
+				t.Errorf("record %v of call %s names %q", r.Argv, g.res.Call, r.Tool)
+			}
+		}
+		if strings.Join(argvs, ",") != strings.Join(tc.own, ",") {
+			t.Errorf("call %s: records %v, want %v", g.res.Call, argvs, tc.own)
+		}
 	}
 }
