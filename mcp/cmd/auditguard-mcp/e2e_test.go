@@ -277,6 +277,9 @@ func TestAgentSessionGoClient(t *testing.T) {
 	if cmd.ProcessState == nil {
 		t.Fatal("the server is still running after the client closed")
 	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the server exited with status %d after the client closed; stderr:\n%s", code, cmd.Stderr)
+	}
 
 	// The decision log: one JSON object per line; the calls' decisions
 	// carry their tool call.
