@@ -84,6 +84,11 @@
 //   - The cap counts what reached the session: a program's output past the
 //     policy's OutputLimit (16 MiB by default) is dropped by procguard
 //     first.
+//   - Result.Records is found by the call's name in a copy of the
+//     Recorder's whole history (Recorder.Records), so its cost grows with
+//     that history; a host that keeps a long one should Reset it between
+//     calls now and then. Calls given the same audit.Call name at the same
+//     time cannot be told apart.
 //
 // # Cost
 //
