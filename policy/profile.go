@@ -145,6 +145,61 @@ var profiles = []*Profile{
 		},
 	},
 	{
+		// git@2: git@1, and the programs git's shell helpers
+		// (git-sh-i18n, sourced by git-sh-setup and the scripted commands)
+		// run to print messages: gettext and envsubst.
+		Name: "git", Version: 2,
+		Doc:      "git and the helper commands under its exec path, and gettext and envsubst its shell helpers run; commit identity variables",
+		Programs: []string{"git"},
+		Pass:     []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE"},
+		Set:      []string{"GIT_TERMINAL_PROMPT=0"},
+		probe: func(pc *profileContext, prog string) error {
+			out, err := pc.run(prog, "--exec-path")
+			if err != nil {
+				return err
+			}
+			pc.helperDir(out, "git --exec-path")
+			for _, name := range []string{"gettext", "envsubst"} {
+				pc.optional(name, "git-sh-i18n runs it")
+			}
+			return nil
+		},
+	},
+	{
+		// go@2: go@1, and the C toolchain cgo runs when CGO_ENABLED is on
+		// (a package importing net or os/user uses cgo where a C compiler
+		// is installed): go env CC and CXX, and what they start, asked of
+		// the compiler itself (-print-prog-name: cc1 and collect2 in gcc's
+		// own directory, as and ld).
+		Name: "go", Version: 2,
+		Doc:      "go and gofmt, the compiler, linker, vet and other tools under GOTOOLDIR, and the C toolchain cgo runs (go env CC, CXX, their cc1, as, ld); build caches in the cache directory; no toolchain downloads, no go env file",
+		Programs: []string{"go", "gofmt"},
+		Pass: []string{"GOOS", "GOARCH", "GOAMD64", "GOARM", "CGO_ENABLED", "GOPROXY", "GOPRIVATE", "GONOPROXY",
+			"GONOSUMDB", "GOSUMDB", "GOWORK", "GOEXPERIMENT", "GODEBUG", "GOMAXPROCS", "GOGC", "GOTRACEBACK"},
+		Cache: [][2]string{{"GOCACHE", "go-build"}, {"GOMODCACHE", "go-mod"}, {"GOPATH", "go"}},
+		Set:   []string{"GOTOOLCHAIN=local", "GOENV=off"},
+		probe: func(pc *profileContext, prog string) error {
+			out, err := pc.run(prog, "env", "GOROOT", "GOTOOLDIR", "CGO_ENABLED", "CC", "CXX")
+			if err != nil {
+				return err
+			}
+			lines := strings.Split(out, "\n")
+			if len(lines) != 5 || !filepath.IsAbs(lines[0]) || !filepath.IsAbs(lines[1]) {
+				return fmt.Errorf("go env GOROOT GOTOOLDIR CGO_ENABLED CC CXX: unexpected output %q", out)
+			}
+			pc.pathDir(filepath.Join(lines[0], "bin"), "go env GOROOT")
+			pc.helperDir(lines[1], "go env GOTOOLDIR")
+			if lines[2] != "1" {
+				pc.note("cgo is off (go env CGO_ENABLED = "+lines[2]+"): no C toolchain added", "go env CGO_ENABLED")
+				return nil
+			}
+			for _, cc := range []struct{ name, env string }{{lines[3], "CC"}, {lines[4], "CXX"}} {
+				pc.cToolchain(cc.name, "go env "+cc.env)
+			}
+			return nil
+		},
+	},
+	{
 		Name: "python", Version: 1,
 		Doc:      "python3 (and python, pip3 where installed); pip's cache in the cache directory; programs of a dedicated interpreter prefix",
 		Programs: []string{"python3", "python", "pip3", "pip"},
@@ -257,6 +312,9 @@ func (pc *profileContext) source(from string) string {
 }
 
 func (pc *profileContext) program(prog, from string) {
+	if slices.ContainsFunc(pc.rules, func(r ExecRule) bool { return r.Program == prog }) {
+		return // found again (the assembler of both CC and CXX)
+	}
 	src := pc.source(from)
 	pc.rules = append(pc.rules, ExecRule{Program: prog, Source: src})
 	pc.items = append(pc.items, ProfileItem{Profile: pc.prof.ID(), Kind: ProfileProgram, Value: prog, From: from, Source: src})
@@ -286,6 +344,64 @@ func (pc *profileContext) prefix(dir, from string) {
 		return
 	}
 	pc.helperDir(filepath.Join(dir, "bin"), from+" prefix "+dir+", bin")
+}
+
+// note records what a probe found that needs no rule.
+func (pc *profileContext) note(what, from string) {
+	pc.items = append(pc.items, ProfileItem{Profile: pc.prof.ID(), Kind: ProfileNote, Value: what, From: from})
+}
+
+// optional allows a program the tool may start, found as the profile's own
+// programs are; a missing one is listed and skipped.
+func (pc *profileContext) optional(name, why string) string {
+	found, from, err := pc.lookup(name)
+	if err != nil {
+		pc.items = append(pc.items, ProfileItem{Profile: pc.prof.ID(), Kind: ProfileMissing, Value: name, From: why + "; not in the policy's PATH nor the host's"})
+		return ""
+	}
+	pc.program(found, why+"; "+from+": "+found)
+	return found
+}
+
+// cToolchain allows the C or C++ compiler cc (a go env value: a name or a
+// path, possibly with arguments) and what it starts on its own: cc1 or
+// cc1plus and collect2 (gcc's own directory, allowed whole), the
+// assembler and the linker, each asked of the compiler with
+// -print-prog-name, as gcc(1) documents. A compiler that is not installed
+// is listed as missing: cgo then fails as it would without the policy.
+func (pc *profileContext) cToolchain(cc, from string) {
+	fields := strings.Fields(cc)
+	if len(fields) == 0 {
+		return
+	}
+	var found string
+	if filepath.IsAbs(fields[0]) {
+		found = fields[0]
+		pc.program(found, from+" = "+cc)
+	} else if found = pc.optional(fields[0], from+" = "+cc); found == "" {
+		return
+	}
+	for _, helper := range []string{"cc1", "cc1plus", "collect2", "as", "ld"} {
+		out, err := pc.run(found, "-print-prog-name="+helper)
+		if err != nil || out == "" || out == helper && (helper == "cc1" || helper == "cc1plus" || helper == "collect2") {
+			continue // not a separate program of this compiler (clang's cc1 is itself)
+		}
+		how := fields[0] + " -print-prog-name=" + helper
+		switch {
+		case !filepath.IsAbs(out):
+			pc.optional(out, how)
+		case helper == "cc1" || helper == "cc1plus" || helper == "collect2":
+			if !slices.ContainsFunc(pc.items, func(it ProfileItem) bool {
+				return it.Kind == ProfileHelperDir && it.Value == filepath.Dir(out)
+			}) {
+				pc.helperDir(filepath.Dir(out), how)
+			}
+		default:
+			if _, err := os.Stat(out); err == nil {
+				pc.program(out, how)
+			}
+		}
+	}
 }
 
 // run runs a tool's query command (probe.go).

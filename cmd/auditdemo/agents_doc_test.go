@@ -13,8 +13,8 @@ import (
 // TestAgentsDocCheckOutput keeps the `auditdemo check` output shown in
 // docs/agents.md true: the same profiles, expanded on this machine, print
 // the same section. The page shows a machine with git's exec path in
-// /usr/lib/git-core and Go in /usr/local/go on linux/amd64; elsewhere the
-// test says so and skips.
+// /usr/lib/git-core, Go in /usr/local/go on linux/amd64 and gcc 12 in
+// /usr/bin (Debian 12); elsewhere the test says so and skips.
 func TestAgentsDocCheckOutput(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "agents.md"))
 	if err != nil {
@@ -39,7 +39,8 @@ func TestAgentsDocCheckOutput(t *testing.T) {
 		t.Skipf("git or go missing: %v", err)
 	}
 	for _, it := range p.ProfileItems() {
-		if it.Kind == policy.ProfileHelperDir && it.Value != "/usr/lib/git-core" && it.Value != "/usr/local/go/pkg/tool/linux_amd64" {
+		if it.Kind == policy.ProfileHelperDir && it.Value != "/usr/lib/git-core" && it.Value != "/usr/local/go/pkg/tool/linux_amd64" &&
+			it.Value != "/usr/lib/gcc/x86_64-linux-gnu/12" {
 			t.Skipf("docs/agents.md shows another layout (this machine: %s from %s)", it.Value, it.From)
 		}
 	}

@@ -102,9 +102,11 @@ func printRules(w io.Writer, p *policy.Policy) {
 		}
 		// Built-in entries of one kind are folded onto one line; the rules
 		// a file or code configured get a line each with their source.
+		// Protected entries show their class (what they do decides where
+		// they hold: policy.ProtectClass).
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		var builtin []string
-		var builtinKind policy.RuleKind
+		var builtinKind string
 		flush := func() {
 			if len(builtin) > 0 {
 				fmt.Fprintf(tw, "  %s (%d entries)\tbuiltin\n", builtinKind, len(builtin))
@@ -114,16 +116,24 @@ func printRules(w io.Writer, p *policy.Policy) {
 			}
 		}
 		for _, r := range rs {
-			if r.Source == "builtin" && r.Kind == policy.KindProtected {
-				if builtinKind != r.Kind {
+			if r.Source == "builtin" && (r.Kind == policy.KindProtected || r.Kind == policy.KindDependencyTree) {
+				kind := r.Kind.String()
+				if r.Class != 0 {
+					kind += ", " + classLabel(r.Class)
+				}
+				if builtinKind != kind {
 					flush()
 				}
-				builtinKind = r.Kind
+				builtinKind = kind
 				builtin = append(builtin, r.Pattern)
 				continue
 			}
 			flush()
-			fmt.Fprintf(tw, "  %s %q\t%s\n", r.Kind, r.Pattern, r.Source)
+			class := ""
+			if r.Class != 0 && r.Kind != policy.KindGitMeta {
+				class = " (" + r.Class.String() + ")"
+			}
+			fmt.Fprintf(tw, "  %s %q%s\t%s\n", r.Kind, r.Pattern, class, r.Source)
 		}
 		flush()
 		tw.Flush()
@@ -255,4 +265,17 @@ func loadGuard(path string, opts ...audit.Option) (*policyfile.File, *audit.Guar
 		return nil, nil, err
 	}
 	return f, g, nil
+}
+
+// classLabel says where a protected class holds, for check's listing.
+func classLabel(c policy.ProtectClass) string {
+	switch c {
+	case policy.ClassRuns:
+		return "runs: everywhere, before it exists"
+	case policy.ClassCredential:
+		return "credential: outside dependency trees"
+	case policy.ClassGit:
+		return "git: .git as one object"
+	}
+	return c.String()
 }

@@ -18,7 +18,7 @@ func TestCheckExamplePolicy(t *testing.T) {
 		pol+": valid",
 		"fs    enforce", "exec  enforce", "net   enforce",
 		`write root "~/work"`, "agent.toml:16",
-		`protected "secrets"`, "agent.toml:17",
+		`protected "secrets" (runs)`, "agent.toml:17",
 		".git/hooks", ".bashrc",
 		"write roots (expanded, symbolic links resolved): "+work,
 		`exec rule "echo"`, "agent.toml:24",
@@ -28,7 +28,9 @@ func TestCheckExamplePolicy(t *testing.T) {
 		"path          /usr/bin:/bin", "timeout       30s",
 	)
 	for _, re := range []string{`exec rule "ls" +\S*agent\.toml:27`, `write root "~/work" +\S*agent\.toml:16`,
-		`protected \(\d+ entries\) +builtin`} {
+		`protected, runs: [a-z ,]+ \(\d+ entries\) +builtin`, `protected, credential: [a-z ,]+ \(\d+ entries\) +builtin\n.*\*\.pem`,
+		`protected, git: [a-z. ]+ \(3 entries\) +builtin\n +\.git/config \.git/hooks \.git/commondir\n`,
+		`dependency tree \(\d+ entries\) +builtin\n +node_modules`, `git metadata ".git" +builtin`} {
 		if !regexp.MustCompile(re).MatchString(r.stdout) {
 			t.Errorf("check output does not match %s:\n%s", re, r.stdout)
 		}
