@@ -49,13 +49,17 @@ const (
 // that embeds mvdan.cc/sh itself passes Options to interp.New; Session
 // does that for a whole guarded shell.
 //
+// Run the Runner with a context derived from the one given to
+// NewHandlers: programs are decided by the scope the Run's context
+// carries, files by the one NewHandlers was given.
+//
 // One Handlers serves one interp.Runner: the file handlers decide in the
 // context of the handler call in progress (its audit.Call, so records
-// name the tool call), so calls of two different tool calls must not
-// overlap on one Handlers (a Runner's Run calls never do; a Session also
-// ends every background job of a call before the next call starts).
+// name the tool call), so handler calls of two different tool calls must
+// not overlap on one Handlers. The calls of one Run never do; background
+// jobs a Run leaves running would be taken for the next Run's (a Session
+// ends them with their call).
 type Handlers struct {
-	base  context.Context // carries the scope
 	fctx  *handlerContext // the context fsguard decides in
 	fs    *fsguard.Fs
 	track *tracker // set by Session: handler calls in flight
@@ -67,7 +71,7 @@ type Handlers struct {
 // its working directory (the interpreter's) and its environment (the
 // interpreter's exported variables, filtered by the policy).
 func NewHandlers(ctx context.Context) *Handlers {
-	h := &Handlers{base: ctx, fctx: &handlerContext{Context: ctx}}
+	h := &Handlers{fctx: &handlerContext{Context: ctx}}
 	// Raw files: the interpreter hands a redirection's file to the
 	// programs it starts as their descriptor, as a shell does, and closes
 	// it when the statement ends. The open itself is decided and pinned
@@ -75,6 +79,11 @@ func NewHandlers(ctx context.Context) *Handlers {
 	h.fs = fsguard.New(h.fctx, afero.NewOsFs(), fsguard.WithRawFiles())
 	return h
 }
+
+// Close releases the descriptors the file handlers keep on the write
+// roots (fsguard.Fs.Close); the handlers stay usable and reopen them on
+// demand. The scope's release closes them too.
+func (h *Handlers) Close() error { return h.fs.Close() }
 
 // Options returns the interpreter options that install every handler:
 // ExecHandlers (Exec), OpenHandler (Open), StatHandler (Stat),

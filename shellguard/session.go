@@ -363,13 +363,14 @@ func isStatus(err error) bool {
 // Dir returns the session's working directory as the last call left it.
 func (s *Session) Dir() string { return *s.dir.Load() }
 
-// Close ends the session: a Run in progress is ended as by its timeout
-// (everything it started is killed) and Close returns once it has
-// returned. Later Runs return ErrClosed. Close is idempotent.
+// Close ends the session: a Run in progress is ended as by a
+// cancellation (everything it started is killed) and Close returns once
+// it has returned; the descriptors the session keeps on the write roots
+// are closed. Later Runs return ErrClosed. Close is idempotent.
 func (s *Session) Close() error {
 	s.closed.Store(true)
 	s.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return nil
+	return s.h.Close()
 }
