@@ -128,7 +128,7 @@ func (s *Set) Read(ctx context.Context, in ReadInput) (Result, error) {
 		if fi, err := f.Stat(); err == nil && fi.IsDir() {
 			return "", inputErr("%s is a directory; use the list tool to see what it holds", s.display(p))
 		}
-		br := bufio.NewReaderSize(f, 64<<10)
+		br := bufio.NewReaderSize(f, 2*sniffLen)
 		head, _ := br.Peek(sniffLen)
 		if kind := binaryKind(head, len(head) < sniffLen); kind != "" {
 			return "", inputErr("%s is a binary file (%s), not text; read shows text files only", s.display(p), kind)

@@ -20,7 +20,7 @@ import (
 
 // fixture is a workspace in t.TempDir() with a guard entered on it.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	ws      string
 	ctx     context.Context
 	release func()
@@ -32,7 +32,7 @@ type fixture struct {
 // newFixture makes a workspace with a policy that lets writes land in it,
 // forbids reading secrets/ and *.secret, and lets the given CIDRs be
 // dialed.
-func newFixture(t *testing.T, netAllow ...policy.NetRule) *fixture {
+func newFixture(t testing.TB, netAllow ...policy.NetRule) *fixture {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

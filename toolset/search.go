@@ -309,6 +309,7 @@ type grepper struct {
 	big    []string
 	denied []string
 	out    strings.Builder
+	br     *bufio.Reader // reused from file to file
 }
 
 // file searches one file; false once the limit is reached.
@@ -326,7 +327,12 @@ func (g *grepper) file(abs string) bool {
 		return true
 	}
 	g.files++
-	br := bufio.NewReaderSize(f, 64<<10)
+	if g.br == nil {
+		g.br = bufio.NewReaderSize(f, 4*sniffLen)
+	} else {
+		g.br.Reset(f)
+	}
+	br := g.br
 	head, _ := br.Peek(sniffLen)
 	if binaryKind(head, len(head) < sniffLen) != "" {
 		g.binary++
