@@ -175,3 +175,61 @@ func TestSessionsOnOneScopeKeepTheirRecords(t *testing.T) {
 		}
 	}
 }
+
+// An agent (or a prompt injection) hiding a program or a target from a
+// string list: the interpreter expands it first, so the guard sees the
+// real argv and the real path.
+func TestHidingDoesNotHelp(t *testing.T) {
+	e := setup(t)
+	keep := filepath.Join(e.dir, "keep", "f")
+	write(t, keep, "x")
+	if err := os.MkdirAll(filepath.Join(e.dir, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".git/hooks/pre-commit", filepath.Join(e.dir, "innocent")); err != nil {
+		t.Fatal(err)
+	}
+	// A fake cat in the workspace, to be found first through PATH.
+	write(t, filepath.Join(e.dir, "bin", "cat"), "#!/bin/sh\necho fake\n")
+	if err := os.Chmod(filepath.Join(e.dir, "bin", "cat"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := e.session(t, shellguard.Options{})
+	for _, script := range []string{
+		"rm -rf keep",
+		"/usr/bin/rm -rf keep",
+		"exec rm -rf keep",
+		"command rm -rf keep",
+		`eval "r""m -rf keep"`,
+		`$(printf 'r\x6d') -rf keep`,
+		"x=rm; $x -rf keep",
+		"f() { \"$@\"; }; f rm -rf keep",
+		"env rm -rf keep",
+		"echo rm -rf keep | sh",
+		"sh -c 'rm -rf keep'",
+		"echo evil > innocent",
+		"echo evil > ../escape-$$",
+		"cd / && echo evil > tmp/escape-$$",
+	} {
+		t.Run(script, func(t *testing.T) {
+			res := run(t, s, script)
+			run(t, s, "cd "+e.dir)
+			if res.ExitCode == 0 {
+				t.Errorf("exit 0; stdout %q stderr %q", res.Stdout, res.Stderr)
+			}
+			if _, err := os.Stat(keep); err != nil {
+				t.Fatalf("keep/f is gone: %v", err)
+			}
+			if _, err := os.Lstat(filepath.Join(e.dir, ".git", "hooks", "pre-commit")); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the hook was written through the link")
+			}
+			if !strings.Contains(res.Stderr, "auditguard:") {
+				t.Errorf("no teaching text: %q", res.Stderr)
+			}
+		})
+	}
+	res := run(t, s, "export PATH=$PWD/bin:$PATH; echo real | cat")
+	if res.Stdout != "real\n" {
+		t.Fatalf("PATH in the session chose the program: %q", res.Stdout)
+	}
+}
