@@ -74,6 +74,9 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 	if at, ok := ws.has["replace_protected"]; ok && ws.replaceProtected {
 		d.fail(at, "fs.replace_protected", "a workspace layer cannot replace the protected list: the operator's protected entries (and the built-in ones it keeps) always stay")
 	}
+	if at, ok := ws.has["dependency_trees"]; ok && len(ws.dependencyTrees) > 0 {
+		d.fail(at, "fs.dependency_trees", "a workspace layer cannot add dependency trees: credential names are writable inside them, so they widen the operator layer")
+	}
 
 	writeRoots := op.writeRoots
 	if _, ok := ws.has["write_roots"]; ok {
@@ -148,7 +151,8 @@ func parseLayers(opName string, opData []byte, wsName string, wsData []byte, opt
 	}
 
 	var entries []fileEntry
-	for _, l := range [][]fileEntry{writeRoots, readRoots, op.readDeny, ws.readDeny, op.protected, ws.protected} {
+	for _, l := range [][]fileEntry{writeRoots, readRoots, op.readDeny, ws.readDeny, op.protected, ws.protected,
+		op.credentials, ws.credentials, op.dependencyTrees} {
 		entries = append(entries, l...)
 	}
 	return buildFile(c, []*fileSpec{op, ws}, entries, op.replaceProtected, exec, net, modes)

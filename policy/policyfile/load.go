@@ -122,6 +122,7 @@ type fileSpec struct {
 	name string
 
 	writeRoots, readRoots, readDeny, protected []fileEntry
+	credentials, dependencyTrees               []fileEntry
 	has                                        map[string]filePos // fs keys present, for layering
 
 	replaceProtected bool
@@ -133,18 +134,19 @@ type fileSpec struct {
 
 // fileEntry is one path entry and where it is written.
 type fileEntry struct {
-	kind  policy.RuleKind
-	value string
-	file  string
-	at    filePos
-	key   string // "fs.write_roots"
+	kind       policy.RuleKind
+	credential bool // a protected entry of the credential class (fs.credentials)
+	value      string
+	file       string
+	at         filePos
+	key        string // "fs.write_roots"
 }
 
 func (e fileEntry) source() string { return e.file + ":" + strconv.Itoa(e.at.line) }
 
 func (s *fileSpec) entries() []fileEntry {
 	var out []fileEntry
-	for _, l := range [][]fileEntry{s.writeRoots, s.readRoots, s.readDeny, s.protected} {
+	for _, l := range [][]fileEntry{s.writeRoots, s.readRoots, s.readDeny, s.protected, s.credentials, s.dependencyTrees} {
 		out = append(out, l...)
 	}
 	return out
@@ -155,7 +157,7 @@ func (s *fileSpec) entries() []fileEntry {
 // decoders.
 var fileSchema = map[string][]string{
 	"":      {"use", "fs", "modes", "exec", "net"},
-	"fs":    {"write_roots", "read_roots", "read_deny", "protected", "replace_protected"},
+	"fs":    {"write_roots", "read_roots", "read_deny", "protected", "credentials", "dependency_trees", "replace_protected"},
 	"modes": {"fs", "exec", "net"},
 	"exec":  execKeys,
 	"net":   netKeys,
@@ -308,6 +310,13 @@ func (d *fileDecoder) decodeFS(t *tval, spec *fileSpec) {
 			spec.readDeny = d.entries(f, path, policy.KindReadDeny)
 		case "protected":
 			spec.protected = d.entries(f, path, policy.KindProtected)
+		case "credentials":
+			spec.credentials = d.entries(f, path, policy.KindProtected)
+			for i := range spec.credentials {
+				spec.credentials[i].credential = true
+			}
+		case "dependency_trees":
+			spec.dependencyTrees = d.entries(f, path, policy.KindDependencyTree)
 		case "replace_protected":
 			spec.replaceProtected, _ = d.boolean(f, path)
 		default:
@@ -363,7 +372,13 @@ func buildFile(c loadConfig, specs []*fileSpec, entries []fileEntry, replace boo
 		case policy.KindReadDeny:
 			b.ReadDeny(e.value, src)
 		case policy.KindProtected:
-			b.Protect(e.value, src)
+			if e.credential {
+				b.Credential(e.value, src)
+			} else {
+				b.Protect(e.value, src)
+			}
+		case policy.KindDependencyTree:
+			b.DependencyTree(e.value, src)
 		}
 		where[key{e.kind.String(), e.value, src}] = e
 	}
