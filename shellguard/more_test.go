@@ -233,3 +233,33 @@ func TestHidingDoesNotHelp(t *testing.T) {
 		t.Fatalf("PATH in the session chose the program: %q", res.Stdout)
 	}
 }
+
+func TestWaitingRunHonoursItsContext(t *testing.T) {
+	e := setup(t)
+	s := e.session(t, shellguard.Options{})
+	busy := make(chan *shellguard.Result, 1)
+	marker := fmt.Sprintf("2.%06d", rand.IntN(1e6))
+	go func() {
+		res, _ := s.Run(context.Background(), "sleep "+marker+"; echo first")
+		busy <- res
+	}()
+	// Once its sleep runs, the first call holds the session.
+	for deadline := time.Now().Add(10 * time.Second); len(procsWith(marker)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first call's sleep never started")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := s.Run(ctx, "echo second > second.txt")
+	if !errors.Is(err, context.DeadlineExceeded) || res != nil || time.Since(start) > time.Second {
+		t.Fatalf("a call whose context ended while it waited: %+v, %v after %v", res, err, time.Since(start))
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "second.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("the call that gave up waiting ran")
+	}
+	if res := <-busy; res == nil || res.Stdout != "first\n" {
+		t.Fatalf("the first call: %+v", res)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,11 +106,12 @@ type Result struct {
 // terminal: the working directory, variables, functions, aliases and
 // options set by one Run hold for the next.
 //
-// Run is safe for concurrent use: calls on one Session run one at a time,
-// in the order they take its lock. Use one Session per agent (or per
+// Run is safe for concurrent use: calls on one Session run one at a time;
+// a call waits for the one in progress as long as its context lets it
+// (its Timeout starts when it runs). Use one Session per agent (or per
 // conversation) to run calls in parallel.
 type Session struct {
-	mu       sync.Mutex // serialises Run; held for a whole call
+	turn     chan struct{} // one token: held by the Run in progress
 	ctx      context.Context
 	h        *Handlers
 	runner   *interp.Runner
@@ -159,6 +159,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 	}
 	sctx, stop := context.WithCancel(ctx)
 	s := &Session{
+		turn:    make(chan struct{}, 1),
 		ctx:     sctx,
 		h:       NewHandlers(sctx),
 		out:     &switchWriter{},
@@ -240,8 +241,9 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // audit.Call, its name is the one the records carry, otherwise the call
 // is named Options.Tool#N. The error is nil unless the session is closed
 // (ErrClosed), the call could not be settled (ErrStuck), ctx was
-// cancelled (ctx.Err(), with the Result so far), or the script does not
-// parse. A script that fails is a Result with a non-zero ExitCode.
+// cancelled (ctx.Err(), with the Result so far; with no Result when it
+// ended while the call waited for another), or the script does not parse.
+// A script that fails is a Result with a non-zero ExitCode.
 func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	file, err := syntax.NewParser().Parse(strings.NewReader(script), "")
 	if err != nil {
@@ -251,8 +253,15 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 		}
 		return nil, fmt.Errorf("shellguard: the script does not parse: %w (nothing ran)", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// Wait for the call in progress, as long as ctx lets this one wait.
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.done:
+		return nil, ErrClosed
+	}
+	defer func() { <-s.turn }()
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -370,7 +379,7 @@ func (s *Session) Dir() string { return *s.dir.Load() }
 func (s *Session) Close() error {
 	s.closed.Store(true)
 	s.stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.turn <- struct{}{} // the Run in progress has returned
+	defer func() { <-s.turn }()
 	return s.h.Close()
 }
