@@ -61,6 +61,9 @@
 //     and an edit made by someone else between edit's read and its write
 //     is lost. An edit's write, once allowed, truncates then writes.
 //   - A panicking tool is not rolled back.
+//   - bash's session decides every call in the Set's scope: a narrower
+//     scope on the caller's context (audit.Restrict) holds for the other
+//     tools, not for bash.
 //   - Text means UTF-8 without NUL bytes; other encodings are refused as
 //     binary. fetch returns HTML as-is, markup included.
 //   - The call's id is whatever the caller put on the context

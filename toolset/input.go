@@ -50,7 +50,7 @@ func schemaOf(params []param) json.RawMessage {
 // newTool makes a Tool whose JSON input is decoded into In, checked
 // against params, and passed to fn, the plain Go function.
 func newTool[In any](name, desc string, params []param, fn func(context.Context, In) (Result, error)) *Tool {
-	t := &Tool{Name: name, Description: desc, InputSchema: schemaOf(params), params: params}
+	t := &Tool{Name: name, Description: desc, InputSchema: schemaOf(params)}
 	t.run = func(ctx context.Context, input json.RawMessage) (Result, error) {
 		var in In
 		if err := decode(input, params, &in); err != nil {

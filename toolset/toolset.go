@@ -256,8 +256,7 @@ type Tool struct {
 	// the input's arguments, their types, which are required.
 	InputSchema json.RawMessage
 
-	params []param
-	run    func(ctx context.Context, input json.RawMessage) (Result, error)
+	run func(ctx context.Context, input json.RawMessage) (Result, error)
 }
 
 // Call decodes input as the tool's arguments and runs the tool. A
@@ -265,8 +264,12 @@ type Tool struct {
 // and nothing runs. The call's id is taken from ctx (WithCallID). ctx
 // gives the call its cancellation and deadline; its guard scope, when it
 // carries one (a host's audit.Restrict for this call, say), is the one
-// the call's scope is nested in, and the Set's otherwise.
+// the call's scope is nested in, and the Set's otherwise (bash is the
+// exception: its session decides in the Set's scope).
 func (t *Tool) Call(ctx context.Context, input json.RawMessage) (Result, error) {
+	if t == nil || t.run == nil {
+		return Result{}, &Error{Kind: KindFailed, Msg: "this tool is not part of a tool set (make tools with toolset.New)"}
+	}
 	return t.run(ctx, input)
 }
 
