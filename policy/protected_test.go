@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -177,6 +178,32 @@ func TestProtectedTableComplete(t *testing.T) {
 	for _, d := range policy.DependencyTrees() {
 		if d.What == "" || d.Source == "" || !slices.Contains(policy.DefaultDependencyTrees, d.Pattern) {
 			t.Errorf("%+v: missing what or source, or not in the default list", d)
+		}
+	}
+}
+
+// TestClassesOnTheWire: a policy rebuilt from its JSON form (an isolate
+// child) keeps each entry's class and the dependency trees.
+func TestClassesOnTheWire(t *testing.T) {
+	const work = "/srv/w"
+	p, err := policy.New(policy.Spec{WriteRoots: []string{work}, Protected: []string{"Makefile"},
+		Credentials: []string{"*.token"}, DependencyTrees: []string{"third_party"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back policy.Policy
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"Makefile", "third_party/Makefile", "a.token", "third_party/a.token", "node_modules/a.token",
+		".git/config", ".git/HEAD", ".git", "x.pem", "node_modules/x.pem"} {
+		a, b := p.CheckPath(policy.OpWrite, work+"/"+path, ""), back.CheckPath(policy.OpWrite, work+"/"+path, "")
+		if a.Allowed != b.Allowed || a.Rule.Pattern != b.Rule.Pattern || a.Rule.Class != b.Rule.Class {
+			t.Errorf("%s: before %v (%v), after %v (%v)", path, a.Rule, a.Rule.Class, b.Rule, b.Rule.Class)
 		}
 	}
 }
