@@ -274,10 +274,12 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	}
 	callCtx, callDone := audit.WithCall(s.ctx, name, args)
 	defer callDone()
-	deadline := time.Now().Add(s.timeout)
+	now := time.Now()
+	deadline := now.Add(s.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	limit := deadline.Sub(now)
 	runCtx, cancel := context.WithDeadline(callCtx, deadline)
 	defer cancel()
 	stopAfter := context.AfterFunc(ctx, cancel)
@@ -319,7 +321,7 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	switch {
 	case timedOut:
 		res.ExitCode = StatusKilled
-		fmt.Fprintf(errb, "\n[timed out after %v: every program the call started was killed]\n", deadline.Sub(start).Round(time.Millisecond))
+		fmt.Fprintf(errb, "\n[timed out after %v: every program the call started was killed]\n", limit.Round(time.Millisecond))
 	case cancelled:
 		res.ExitCode = StatusCancelled
 		fmt.Fprintf(errb, "\n[cancelled: every program the call started was killed]\n")

@@ -220,7 +220,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 	close(stop)
 	<-watched
 
-	if !res.TimedOut || res.ExitCode != shellguard.StatusKilled || !strings.Contains(res.Stderr, "timed out after") {
+	if !res.TimedOut || res.ExitCode != shellguard.StatusKilled || !strings.Contains(res.Stderr, "[timed out after 3s: every program the call started was killed]") {
 		t.Fatalf("TimedOut %v, exit %d, stderr %q", res.TimedOut, res.ExitCode, res.Stderr)
 	}
 	if took > 3*time.Second+10*time.Second {
