@@ -26,6 +26,18 @@ type grant struct {
 // NetRequest judging the name and every resolved address.
 // detail, when not empty, replaces the network in Event.Detail.
 func authorize(ctx context.Context, op policy.Op, network, address string, res Resolver, detail string) (grant, error) {
+	return authorizeWith(ctx, op, network, address, res, detail, false)
+}
+
+// authorizeProxied is authorize for the egress proxy, which looks a name
+// up only when the policies allow it by name: the query itself leaves the
+// sandbox (its labels reach whoever answers for the domain), so a name no
+// rule allows is refused before any lookup (judgeName).
+func authorizeProxied(ctx context.Context, address string, res Resolver, detail string) (grant, error) {
+	return authorizeWith(ctx, policy.OpConnect, "tcp", address, res, detail, true)
+}
+
+func authorizeWith(ctx context.Context, op policy.Op, network, address string, res Resolver, detail string, nameFirst bool) (grant, error) {
 	if detail == "" {
 		detail = network
 	}
@@ -68,6 +80,11 @@ func authorize(ctx context.Context, op policy.Op, network, address string, res R
 		g.addrs = req.Addrs
 		ev.Resolved = req.Host // the canonical literal
 	} else {
+		if nameFirst {
+			if err := judgeName(ctx, s, ev, req); err != nil {
+				return grant{}, err
+			}
+		}
 		addrs, lerr := resolverOr(res).LookupNetIP(ctx, ipNetwork(network), req.Host)
 		addrs = filterFamily(network, addrs)
 		if lerr == nil && len(addrs) == 0 {
@@ -89,6 +106,27 @@ func authorize(ctx context.Context, op policy.Op, network, address string, res R
 		return grant{}, err
 	}
 	return g, nil
+}
+
+// judgeName decides req on its name alone, before any lookup: when every
+// policy of the scope allows the name (a host rule), it returns nil and the
+// name is looked up; otherwise the request goes through the pipeline as it
+// is, with no address (one decision, one record, the callbacks asked), and
+// nothing is looked up unless a callback rescues it. A rescued name is
+// then looked up and its addresses judged in a second pass, as every
+// address must be. A name only an address rule would allow is refused:
+// rules for names the proxy may resolve are host rules. In Warn mode
+// nothing is refused, so the name is looked up as before.
+func judgeName(ctx context.Context, s *audit.Scope, ev *audit.Event, req *policy.NetRequest) error {
+	if s.Mode(audit.Net) == audit.Warn {
+		return nil
+	}
+	for _, p := range s.Policies() {
+		if d := req.Decide(p); !d.Allowed {
+			return audit.Check(ctx, ev, req)
+		}
+	}
+	return nil
 }
 
 // filterFamily unmaps the addresses and keeps those the network can reach,

@@ -56,8 +56,9 @@
 //   - The proxy judges host:port, never what flows inside a tunnel, and
 //     does not authenticate its clients.
 //   - Control judges IP literals only: host-name rules cannot apply.
-//   - The lookup itself reaches the resolver before the addresses are
-//     judged.
+//   - The dialer's lookup reaches the resolver before the addresses are
+//     judged. The proxy looks up only names a host rule allows: a name no
+//     rule allows by name is refused before any DNS question is asked.
 //
 // docs/net.md and docs/threat-model.md say more.
 package netguard

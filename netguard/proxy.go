@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
-	"github.com/auditguard/auditguard/policy"
 )
 
 // Proxy is a policy-deciding egress proxy: HTTP (absolute-URI forwarding
@@ -418,7 +417,7 @@ func (p *Proxy) connect(ctx context.Context, address, what string) (net.Conn, er
 	if d == nil {
 		d = &Dialer{}
 	}
-	g, err := authorize(ctx, policy.OpConnect, "tcp", address, d.Resolver, proxyDetail(ctx, what))
+	g, err := authorizeProxied(ctx, address, d.Resolver, proxyDetail(ctx, what))
 	if err != nil {
 		return nil, err
 	}

@@ -313,9 +313,12 @@ func TestProxyCurl(t *testing.T) {
 	}
 	srv, hits := origin(t, false)
 	port := portOf(t, srv.URL)
-	e := startProxy(t, []policy.NetRule{{Host: "allowed.test"}, {CIDR: "127.0.0.1", Ports: []string{port}}},
+	// metadata.test is allowed by name and resolves to the metadata
+	// address, which no rule unlocks; a name no rule allows is refused
+	// before any lookup.
+	e := startProxy(t, []policy.NetRule{{Host: "allowed.test"}, {Host: "metadata.test"}, {CIDR: "127.0.0.1", Ports: []string{port}}},
 		[]string{"127.0.0.1:" + port}, nil)
-	e.res.set("allowed.test", []string{"127.0.0.1"}).set("metadata.test", []string{"169.254.169.254"})
+	e.res.set("allowed.test", []string{"127.0.0.1"}).set("metadata.test", []string{"169.254.169.254"}).set("other.test", []string{"127.0.0.1"})
 	home := t.TempDir()
 	run := func(env []string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -340,6 +343,9 @@ func TestProxyCurl(t *testing.T) {
 		{"denied over http", nil, []string{"-x", "http://" + e.addr, "http://metadata.test/latest/"}, "cloud metadata"},
 		{"denied over CONNECT", nil, []string{"-p", "-x", "http://" + e.addr, "http://metadata.test/latest/"}, "403"},
 		{"denied over socks5h", nil, []string{"-x", "socks5h://" + e.addr, "http://metadata.test/latest/"}, "SOCKS5 connection to metadata.test. (2)"}, // 2: not allowed by ruleset
+		{"unresolved over http", nil, []string{"-x", "http://" + e.addr, "http://other.test:" + port + "/c"}, "connections need a net rule"},
+		{"unresolved over CONNECT", nil, []string{"-p", "-x", "http://" + e.addr, "http://other.test:" + port + "/c"}, "403"},
+		{"unresolved over socks5h", nil, []string{"-x", "socks5h://" + e.addr, "http://other.test:" + port + "/c"}, "SOCKS5 connection to other.test. (2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := run(tc.env, tc.args...)
@@ -353,6 +359,14 @@ func TestProxyCurl(t *testing.T) {
 	}
 	if n := len(records(e.rec, audit.Denied, "metadata.test")); n != 3 {
 		t.Errorf("%d denial records, want 3", n)
+	}
+	// other.test resolves to an address a CIDR rule allows, but no rule
+	// allows it by name: refused three times, never looked up.
+	if n := len(records(e.rec, audit.Denied, "other.test")); n != 3 {
+		t.Errorf("%d denial records for other.test, want 3", n)
+	}
+	if n := e.res.count("other.test"); n != 0 {
+		t.Errorf("other.test was looked up %d times", n)
 	}
 }
 

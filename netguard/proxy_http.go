@@ -118,7 +118,7 @@ func (p *Proxy) httpForward(ctx context.Context, cc *clientConn, req *http.Reque
 		d = &Dialer{}
 	}
 	if *up != nil {
-		g, err := authorize(ctx, policy.OpConnect, "tcp", target, d.Resolver, proxyDetail(ctx, req.Method+" "+rl.target))
+		g, err := authorizeProxied(ctx, target, d.Resolver, proxyDetail(ctx, req.Method+" "+rl.target))
 		if err != nil {
 			rl.status, rl.err = writeDialError(cc.Conn, err)
 			return false

@@ -131,14 +131,19 @@ func TestProxyHTTPForward(t *testing.T) {
 		t.Errorf("%d lookups for 3 requests, want one each", n)
 	}
 
+	// A name no host rule allows is refused on its name, before any
+	// lookup: the query would leave the sandbox.
 	resp, err := client.Get("http://denied.test:" + port + "/b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "denied") || !strings.Contains(string(body), "loopback") {
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "denied") || !strings.Contains(string(body), "connections need a net rule") {
 		t.Errorf("denied request: %d %q", resp.StatusCode, body)
+	}
+	if n := e.res.count("denied.test"); n != 0 {
+		t.Errorf("the denied name was looked up %d times", n)
 	}
 	if ps := resp.Header.Get("Proxy-Status"); !strings.Contains(ps, "destination_ip_prohibited") {
 		t.Errorf("Proxy-Status %q", ps)
