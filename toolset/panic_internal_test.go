@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +54,40 @@ func TestPanicBecomesAnError(t *testing.T) {
 	}
 	if _, err := s.Write(ctx, WriteInput{Path: "after.txt", Content: "ok"}); err != nil {
 		t.Errorf("the Set does not work after a panic: %v", err)
+	}
+}
+
+// A walk over a tree larger than its bound stops and says so.
+func TestWalkBound(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	for i := range 10 {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol, _ := policy.New(policy.Spec{WriteRoots: []string{ws}, Home: ws})
+	g, _ := audit.New(pol, audit.WithLogger(slog.New(slog.DiscardHandler)))
+	ctx, release, _ := g.Enter(context.Background())
+	defer release()
+	s, err := New(ctx, Options{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { maxWalkEntries = n }(maxWalkEntries)
+	maxWalkEntries = 4
+	for _, tc := range []struct {
+		tool string
+		run  func() (Result, error)
+	}{
+		{"glob", func() (Result, error) { return s.Glob(ctx, GlobInput{Pattern: "*.txt"}) }},
+		{"grep", func() (Result, error) { return s.Grep(ctx, GrepInput{Pattern: "x"}) }},
+	} {
+		res, err := tc.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.Text, "[stopped after 4 entries") || strings.Count(res.Text, ".txt") != 4 {
+			t.Errorf("%s over 10 files with a bound of 4:\n%s", tc.tool, res.Text)
+		}
 	}
 }

@@ -34,8 +34,11 @@ const (
 	maxGlobResults   = 1000
 	defaultGrepHits  = 200
 	maxGrepLineRunes = 400
-	maxWalkEntries   = 200_000 // entries one walk visits at most
 )
+
+// maxWalkEntries is how many entries one walk visits at most (a variable
+// for tests).
+var maxWalkEntries = 200_000
 
 // walker visits every entry under a directory (not following links to
 // directories), in lexical order, through the guard. An entry the policy
@@ -48,6 +51,14 @@ type walker struct {
 	withGit bool
 	denied  func(abs, rel string, dir bool)
 	visited int
+	tooMany bool // stopped at maxWalkEntries
+}
+
+// note says the walk stopped early, if it did.
+func (w *walker) note(b *strings.Builder) {
+	if w.tooMany {
+		fmt.Fprintf(b, "[stopped after %d entries: the tree is too large; narrow the path]\n", maxWalkEntries)
+	}
 }
 
 func (w *walker) walk(abs, rel string, fn func(abs, rel string, d fs.FileInfo) bool) bool {
@@ -61,6 +72,7 @@ func (w *walker) walk(abs, rel string, fn func(abs, rel string, d fs.FileInfo) b
 	sort.Strings(names)
 	for _, name := range names {
 		if w.visited++; w.visited > maxWalkEntries {
+			w.tooMany = true
 			return false
 		}
 		full := filepath.Join(abs, name)
@@ -209,6 +221,7 @@ func (s *Set) Glob(ctx context.Context, in GlobInput) (Result, error) {
 		if more {
 			fmt.Fprintf(&b, "[stopped at %d matches; narrow the pattern or the path]\n", maxGlobResults)
 		}
+		w.note(&b)
 		deniedNote(&b, denied, s)
 		return b.String(), nil
 	})
@@ -260,13 +273,14 @@ func (s *Set) Grep(ctx context.Context, in GrepInput) (Result, error) {
 			return "", e.fsErr(err, root)
 		}
 		g := &grepper{e: e, re: re, limit: limit}
+		var w *walker
 		if !fi.IsDir() {
 			g.file(root)
 		} else {
 			wanted := func(rel string) bool {
 				return in.Glob == "" || matchGlob(in.Glob, rel) || (!strings.Contains(in.Glob, "/") && matchGlob(in.Glob, path.Base(rel)))
 			}
-			w := &walker{e: e, denied: func(abs, rel string, dir bool) {
+			w = &walker{e: e, denied: func(abs, rel string, dir bool) {
 				// A denied entry may be a directory (its type is not read):
 				// it counts when what the glob takes could lie under it.
 				if wanted(rel) || in.Glob == "" || !strings.Contains(in.Glob, "/") || mayHold(in.Glob, rel) {
@@ -286,6 +300,9 @@ func (s *Set) Grep(ctx context.Context, in GrepInput) (Result, error) {
 			fmt.Fprintf(&b, "no matches for %q in %s (%d files searched)\n", in.Pattern, s.display(root), g.files)
 		} else if g.full {
 			fmt.Fprintf(&b, "[stopped at %d matching lines; narrow the pattern, path or glob, or raise max_results]\n", limit)
+		}
+		if w != nil {
+			w.note(&b)
 		}
 		if g.binary > 0 {
 			fmt.Fprintf(&b, "(%d binary files skipped)\n", g.binary)
