@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	xproxy "golang.org/x/net/proxy"
 
+	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -139,5 +140,17 @@ func TestProxyDeniedNameNeverQueried(t *testing.T) {
 	}
 	if hits.Load() != 1 {
 		t.Errorf("origin saw %d requests, want 1", hits.Load())
+	}
+	// localhost is the machine's own name: looked up (its answer never
+	// leaves the machine) and judged by its addresses.
+	get("http://localhost:" + port + "/d")
+	var decided []audit.Record
+	for _, r := range e.rec.Records() {
+		if r.Target == "localhost:"+port {
+			decided = append(decided, r)
+		}
+	}
+	if len(decided) != 1 || !strings.Contains(decided[0].Resolved, "127.0.0.1") {
+		t.Errorf("localhost: decisions %+v, want one on its loopback addresses", decided)
 	}
 }
