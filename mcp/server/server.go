@@ -15,6 +15,10 @@
 // answers with a tool error and the server goes on; every call is logged
 // (Options.Logger) with its tool, id, outcome and duration.
 //
+// Every client session of one server shares its tool set, and so its
+// shell session (working directory, variables): over stdio there is one
+// client; over HTTP, give each agent its own server.
+//
 // Not guaranteed: the MCP client is not authenticated. Over stdio the
 // client is the process that started the server; over HTTP, anything
 // that can reach the listening address can call the tools, so listen on
