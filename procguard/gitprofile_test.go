@@ -3,6 +3,7 @@ package procguard_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -56,7 +57,8 @@ func agentScope(t *testing.T) (context.Context, string) {
 	return ctx, root
 }
 
-// guarded runs argv in dir under ctx and returns its exit code and output.
+// guarded runs argv in dir under ctx and returns its exit code and output
+// (-2 and the denial when it was refused before it started).
 func guarded(t *testing.T, ctx context.Context, dir string, env []string, argv ...string) (int, string) {
 	t.Helper()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -66,6 +68,10 @@ func guarded(t *testing.T, ctx context.Context, dir string, env []string, argv .
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	err := c.Run()
+	var de *audit.DenyError
+	if errors.As(err, &de) {
+		return -2, err.Error() // refused before it started
+	}
 	if c.Confinement.Sandbox == nil {
 		t.Skipf("no sandbox on this host: %s", c.Confinement.SandboxNote)
 	}
@@ -149,9 +155,27 @@ func TestGitCloneAndWorktreeInSandbox(t *testing.T) {
 			t.Errorf("%s: %s exists after the refusal (%v)", a.name, a.path, err)
 		}
 	}
-	// The empty hooks directory may be made, as git init and clone do.
-	if _, err := os.Stat(filepath.Join(dst, ".git", "hooks")); err != nil {
-		t.Errorf("the empty hooks directory was refused: %v", err)
+	// Written by a program itself, each open is the supervisor's to judge.
+	writer := "import sys; open(sys.argv[1], 'w').write('x')"
+	for _, path := range []string{"byPath/.git/config.worktree", "byPath/.git/commondir", "byPath/.git/info/attributes",
+		"byPath/.git/objects/info/alternates", "wt/.git", "byPath/.git/run.sh"} {
+		if code, out := guarded(t, ctx, ws, nil, "python3", "-c", writer, path); code == 0 {
+			t.Errorf("%s: written\n%s", path, out)
+		}
+	}
+	// The empty hooks directory may be made, as git init and clone do; a
+	// hook in it may not.
+	if code, out := guarded(t, ctx, ws, nil, "mkdir", "byPath/.git/hooks"); code != 0 {
+		t.Fatalf("mkdir of the empty hooks directory: %d %s", code, out)
+	}
+	if code, _ := guarded(t, ctx, ws, nil, "python3", "-c", writer, "byPath/.git/hooks/pre-commit"); code == 0 {
+		t.Error("a hook was written")
+	}
+	if _, err := os.Lstat(filepath.Join(dst, ".git", "hooks", "pre-commit")); !os.IsNotExist(err) {
+		t.Errorf("a hook is on disk: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "wt", ".git")); err != nil || !strings.HasPrefix(string(b), "gitdir: "+dst) {
+		t.Errorf("the worktree's pointer file changed: %q %v", b, err)
 	}
 }
 
