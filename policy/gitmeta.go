@@ -243,7 +243,7 @@ func classifyTop(rel string) (gitClass, bool) {
 			return gitState, false
 		}
 		if name, more := cutComponent(rest); more == "" {
-			return lookupGit(gitInfo, trimLock(name), false)
+			return lookupGit(&gitInfoLookup, trimLock(name), false)
 		}
 		return gitUnknown, false
 	case eqFold(first, "objects"):
@@ -262,25 +262,53 @@ func classifyTop(rel string) (gitClass, bool) {
 		// whether the filesystem has symbolic links (core.symlinks).
 		return gitState, false
 	}
-	return lookupGit(gitTop, first, rest != "")
+	return lookupGit(&gitTopLookup, first, rest != "")
 }
 
-// lookupGit finds name in table; deeper reports that the path goes on
-// below name.
-func lookupGit(table []gitName, name string, deeper bool) (gitClass, bool) {
+// gitLookup indexes a table of names: exact names by their lower-case
+// spelling, prefixes in a list (few).
+type gitLookup struct {
+	exact    map[string]*gitName
+	prefixes []*gitName
+}
+
+var gitTopLookup, gitInfoLookup = indexGit(gitTop), indexGit(gitInfo)
+
+func indexGit(table []gitName) gitLookup {
+	l := gitLookup{exact: map[string]*gitName{}}
 	for i := range table {
 		n := &table[i]
-		switch n.shape {
-		case gitFile:
-			if !deeper && eqFold(name, n.name) {
+		if n.shape == gitPrefix {
+			l.prefixes = append(l.prefixes, n)
+		} else {
+			l.exact[lowerASCII(n.name)] = n
+		}
+	}
+	return l
+}
+
+// lookupGit finds name in l; deeper reports that the path goes on below
+// name. The lookup folds case in a buffer on the stack: it allocates
+// nothing.
+func lookupGit(l *gitLookup, name string, deeper bool) (gitClass, bool) {
+	var buf [32]byte
+	if len(name) <= len(buf) {
+		for i := 0; i < len(name); i++ {
+			buf[i] = foldByte(name[i])
+		}
+		if n := l.exact[string(buf[:len(name)])]; n != nil {
+			switch {
+			case n.shape == gitTree:
+				return n.class, !deeper && n.class == gitHooks
+			case !deeper:
 				return n.class, false
 			}
-		case gitTree:
-			if eqFold(name, n.name) {
-				return n.class, !deeper && n.class == gitHooks
-			}
-		case gitPrefix:
-			if !deeper && len(name) > len(n.name) && eqFold(name[:len(n.name)], n.name) {
+			return gitUnknown, false
+		}
+	}
+	if !deeper {
+		for _, n := range l.prefixes {
+			if len(name) > len(n.name) && eqFold(name[:len(n.name)], n.name) {
 				return n.class, false
 			}
 		}
