@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +23,7 @@ func TestProfilesExpand(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "p.toml")
-	text := "use = [\"git\", \"go@1\", \"coreutils\", \"make\"]\n\n[fs]\nwrite_roots = [\"" + dir + "\"]\n\n[exec]\ncache_dir = \"" + dir + "/cache\"\n"
+	text := "use = [\"git@1\", \"go@1\", \"coreutils\", \"make\"]\n\n[fs]\nwrite_roots = [\"" + dir + "\"]\n\n[exec]\ncache_dir = \"" + dir + "/cache\"\n"
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +271,71 @@ func TestToolCreation(t *testing.T) {
 	wrapped.Wrappers = []policy.ExecCommand{{Name: "sh", Program: "/bin/sh"}}
 	if withProfile.ToolCreation(wrapped) != nil {
 		t.Error("git init inside a script may create .git/config")
+	}
+}
+
+// TestProfilesVersion2: "git" and "go" mean git@2 and go@2, which add what
+// the tools start beyond @1: gettext and envsubst for git's shell helpers,
+// and, where cgo is on, the C compiler go env CC names and the programs it
+// reports starting (-print-prog-name), each with where it was found.
+func TestProfilesVersion2(t *testing.T) {
+	mustLook(t, "git")
+	mustLook(t, "go")
+	dir := t.TempDir()
+	p, err := policy.New(policy.Spec{WriteRoots: []string{dir}, Exec: policy.ExecSpec{CacheDir: dir,
+		Use: []policy.ProfileUse{{Name: "git"}, {Name: "go"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(profile string, kind policy.ProfileItemKind, suffix, from string) bool {
+		for _, it := range p.ProfileItems() {
+			if it.Profile == profile && it.Kind == kind && strings.HasSuffix(it.Value, suffix) && strings.Contains(it.From, from) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range []string{"gettext", "envsubst"} {
+		if _, err := exec.LookPath(name); err != nil {
+			if !has("git@2", policy.ProfileMissing, name, "git-sh-i18n") {
+				t.Errorf("%s: not installed and not listed as missing", name)
+			}
+			continue
+		}
+		if !has("git@2", policy.ProfileProgram, "/"+name, "git-sh-i18n runs it") {
+			t.Errorf("git@2 does not allow %s", name)
+		}
+	}
+	out, err := exec.Command("go", "env", "CGO_ENABLED", "CC").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgo, cc, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if cgo != "1" {
+		if !has("go@2", policy.ProfileNote, "no C toolchain added", "CGO_ENABLED") {
+			t.Error("cgo off: no note")
+		}
+		return
+	}
+	ccPath, err := exec.LookPath(cc)
+	if err != nil {
+		t.Skipf("go env CC = %s is not installed", cc)
+	}
+	if !has("go@2", policy.ProfileProgram, ccPath, "go env CC") {
+		t.Errorf("go@2 does not allow %s", ccPath)
+	}
+	real, _ := filepath.EvalSymlinks(ccPath)
+	if d := p.CheckExec(real, []string{cc, "-c", "x.c"}); !d.Allowed {
+		t.Errorf("%s: %v", cc, d.Rule)
+	}
+	// gcc starts cc1 from its own directory, which is allowed whole.
+	if cc1, err := exec.Command(cc, "-print-prog-name=cc1").Output(); err == nil && filepath.IsAbs(strings.TrimSpace(string(cc1))) {
+		path := strings.TrimSpace(string(cc1))
+		if !has("go@2", policy.ProfileHelperDir, filepath.Dir(path), "-print-prog-name=cc1") {
+			t.Errorf("gcc's directory %s is not a helper dir", filepath.Dir(path))
+		}
+		if d := p.CheckExec(path, []string{"cc1"}); !d.Allowed {
+			t.Errorf("cc1: %v", d.Rule)
+		}
 	}
 }
