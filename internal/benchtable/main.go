@@ -81,6 +81,7 @@ var groups = []group{
 		r, err := execRow(e)
 		return []*row{r}, err
 	}},
+	{"workload", workloadRows},
 }
 
 // options are what a run of the table is asked for.
@@ -166,7 +167,7 @@ func main() {
 	flag.DurationVar(&o.cfg.Block, "block", time.Millisecond, "time the slowest side's block of ops aims at")
 	flag.IntVar(&o.cfg.N, "n", 0, "ops per block for the rows that calibrate it (0: calibrated)")
 	flag.IntVar(&o.cfg.Rounds, "rounds", 0, "rounds per row (0: until -benchtime is spent)")
-	flag.StringVar(&only, "only", "", "comma-separated groups to run: fs, policy, net, exec (default all)")
+	flag.StringVar(&only, "only", "", "comma-separated groups to run: fs, policy, net, exec, workload (default all)")
 	flag.StringVar(&o.parent, "dir", "", "parent of the temp dir (default /dev/shm when present, else the temp dir)")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
 	flag.Parse()

@@ -49,7 +49,7 @@ type notifResp struct {
 var _ = [1]struct{}{}[unsafe.Sizeof(notifResp{})-24]
 
 // notifAddfd is struct seccomp_notif_addfd, sent with
-// SECCOMP_IOCTL_NOTIF_ADDFD (Linux 5.9; SECCOMP_ADDFD_FLAG_SEND 5.14).
+// SECCOMP_IOCTL_NOTIF_ADDFD (Linux 5.9).
 type notifAddfd struct {
 	id         uint64
 	flags      uint32

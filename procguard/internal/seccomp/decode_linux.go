@@ -43,12 +43,13 @@ func (r *request) close() {
 // names to held objects. A non-zero errno is the answer without asking
 // decide (the call cannot be named, or fails as the kernel would fail it).
 func (t *task) decode(n *notif, r *request) unix.Errno {
+	*r = request{args: n.data.args, sockFd: -1, w: walker{t: t, tid: int(n.pid), root: -1}}
 	s := callsByNr[uint32(n.data.nr)]
 	if n.data.arch != auditArch || s == nil || s.trap == trapRefuse {
 		// The filter sends neither; refuse rather than guess.
 		return unix.EPERM
 	}
-	*r = request{s: s, args: n.data.args, sockFd: -1, w: walker{t: t, tid: int(n.pid), root: -1}}
+	r.s = s
 	a := &r.args
 	c := &Call{Pid: int(n.pid), Nr: int(n.data.nr), Name: s.name, Op: s.op}
 	r.call = c

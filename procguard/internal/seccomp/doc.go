@@ -25,8 +25,8 @@
 //     descriptor it resolved, never on the name (openat, mkdirat, mknodat,
 //     unlinkat, renameat2, linkat, symlinkat, truncate, chmod, connect),
 //     and the result goes back to the task: a descriptor through
-//     SECCOMP_IOCTL_NOTIF_ADDFD (with SECCOMP_ADDFD_FLAG_SEND), a value or
-//     an errno.
+//     SECCOMP_IOCTL_NOTIF_ADDFD, then its number as the call's value), a
+//     value or an errno.
 //
 // What it guarantees, for a task carrying the filter:
 //
@@ -97,7 +97,7 @@
 //     still wins, as it does for the task.
 //   - linux/amd64 and linux/arm64 only (elsewhere Install and Serve return
 //     errors.ErrUnsupported; arm64 is compiled, not run, by the tests).
-//     Linux 5.14 or later for SECCOMP_ADDFD_FLAG_SEND; pidfd_getfd (5.6);
+//     Linux 5.9 or later (SECCOMP_IOCTL_NOTIF_ADDFD), 5.6 for pidfd_getfd;
 //     before 5.8 the listener never reports that every task is gone, so
 //     only stop ends Serve. A task's filter chain holds one listener at
 //     most: Install fails with EBUSY under another user-notification

@@ -153,6 +153,7 @@ func newServer(listener int) (*server, error) {
 		return make([]uint64, (n+7)/8)
 	}
 	s := &server{
+		req:     request{sockFd: -1, w: walker{root: -1}},
 		fd:      listener,
 		recv:    words(sz.notif, unsafe.Sizeof(notif{})),
 		resp:    words(sz.resp, unsafe.Sizeof(notifResp{})),
@@ -219,24 +220,42 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 	return s.send(id, res)
 }
 
-// send answers call id: installs res.fd in the task as the call's result
-// (SECCOMP_IOCTL_NOTIF_ADDFD with SECCOMP_ADDFD_FLAG_SEND, which also
-// completes the call), or completes it with res.val or res.errno. res.fd
-// is closed.
+// send answers call id: installs res.fd in the task (SECCOMP_IOCTL_NOTIF_ADDFD)
+// and completes the call with the new descriptor's number, or completes
+// it with res.val or res.errno. res.fd is closed.
+//
+// The descriptor is added and the call completed in two steps, not with
+// SECCOMP_ADDFD_FLAG_SEND: with that flag the kernel marks the call
+// answered before it waits for the task to take the descriptor, and a
+// signal to the serving thread in that wait (the Go runtime's preemption
+// signal) withdraws the descriptor while the call stays answered, so the
+// task's open would return 0 with nothing installed. Without it an
+// interrupted add is either done (its number is returned) or undone and
+// restarted.
 func (s *server) send(id uint64, res result) error {
 	if res.fd >= 0 {
-		add := notifAddfd{id: id, flags: unix.SECCOMP_ADDFD_FLAG_SEND, srcfd: uint32(res.fd)}
+		add := notifAddfd{id: id, srcfd: uint32(res.fd)}
 		if res.cloexec {
 			add.newfdFlags = unix.O_CLOEXEC
 		}
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+		var nfd uintptr
+		var e unix.Errno
+		for {
+			nfd, _, e = unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+			if e != unix.EINTR {
+				break
+			}
+		}
 		unix.Close(res.fd)
 		switch e {
-		case 0, unix.ENOENT:
-			return nil
+		case 0:
+			res = done(int64(nfd))
+		case unix.ENOENT:
+			return nil // the task was killed
+		default:
+			// EMFILE and the like: the task's call fails with it.
+			res = fail(e)
 		}
-		// EMFILE and the like: the task's call fails with it.
-		res = fail(e)
 	}
 	clear(s.resp)
 	r := (*notifResp)(unsafe.Pointer(&s.resp[0]))

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard/sandbox"
+)
+
+// The workload rows run real work in the sandbox twice, interleaved: with
+// the file-call supervisor (every create, write, delete, rename and link
+// resolved, judged and performed by the supervisor) and without it
+// (Spec.NoSeccomp), the same namespaces, mounts and policy otherwise. The
+// ratio is what the supervisor costs that work.
+
+// workloadFiles is how many files the archive row extracts and commits.
+const workloadFiles = 5000
+
+func workloadRows(e *env) ([]*row, error) {
+	tarRow, err := tarCommitRow(e)
+	if err != nil {
+		return nil, err
+	}
+	buildRow, err := goBuildRow(e)
+	if err != nil {
+		return nil, err
+	}
+	return []*row{tarRow, buildRow}, nil
+}
+
+// sandboxSides returns the two sides of a workload row: script run by sh
+// in dir, a write root, with and without the supervisor. prep runs before
+// each side's block, untimed.
+func sandboxSides(dir, script string, env []string, prep func(int) error) (on, off *side, skip string) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return nil, nil, "no sh"
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	run := func(noSeccomp bool) func(int) error {
+		return func(int) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*childTimeout)
+			defer cancel()
+			spec := &sandbox.Spec{
+				Path: sh, Args: []string{"sh", "-c", script}, Env: env, Dir: dir,
+				Files:     []policy.Spec{{WriteRoots: []string{dir}, Home: dir}},
+				NoSeccomp: noSeccomp,
+			}
+			var out bytes.Buffer
+			l, err := sandbox.Start(ctx, spec, sandbox.Stdio{Stdout: &out, Stderr: &out, WaitDelay: time.Second}, nil, nil)
+			if err != nil {
+				return err
+			}
+			st, err := l.Wait()
+			if err != nil || !st.Success() {
+				return fmt.Errorf("%s: %v %v: %.2000s", script, st, err, out.Bytes())
+			}
+			if !noSeccomp && !l.Report.Seccomp {
+				return errors.New("the supervisor did not run")
+			}
+			return nil
+		}
+	}
+	on = &side{name: "supervised", prep: prep, op: run(false), note: "sh -c '" + script + "' in the sandbox, file calls supervised"}
+	off = &side{name: "unsupervised", prep: prep, op: run(true), note: "the same with Spec.NoSeccomp"}
+	if err := on.op(0); err != nil {
+		return on, off, "the sandbox does not run it here: " + err.Error()
+	}
+	return on, off, ""
+}
+
+// tarCommitRow extracts an archive of workloadFiles small files into a
+// fresh repository and commits them.
+func tarCommitRow(e *env) (*row, error) {
+	dir, err := e.mkdir("workload-tar")
+	if err != nil {
+		return nil, err
+	}
+	r := &row{group: "workload", call: "tar -x of 5,000 files + git add + git commit", base: "unsupervised",
+		n: 1, minRounds: 5, maxRounds: 40,
+		targets: []target{{side: "supervised", vs: "unsupervised", maxRatio: 1.5, text: "<= 1.5x unsupervised"}}}
+	if _, err := exec.LookPath("git"); err != nil {
+		r.skip = "git is not installed"
+		return r, nil
+	}
+	if _, err := exec.LookPath("tar"); err != nil {
+		r.skip = "tar is not installed"
+		return r, nil
+	}
+	src := filepath.Join(dir, "src")
+	for i := range workloadFiles {
+		sub := filepath.Join(src, "d"+strconv.Itoa(i/100))
+		if i%100 == 0 {
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(sub, "f"+strconv.Itoa(i)+".txt"), []byte("line "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if out, err := exec.Command("tar", "-cf", filepath.Join(dir, "files.tar"), "-C", src, ".").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("tar: %v: %s", err, out)
+	}
+	if err := os.RemoveAll(src); err != nil {
+		return nil, err
+	}
+	repo := filepath.Join(dir, "repo")
+	// Each block gets an empty repository, made outside the sandbox.
+	prep := func(int) error {
+		if err := os.RemoveAll(repo); err != nil {
+			return err
+		}
+		out, err := exec.Command("git", "init", "-q", "--template=", repo).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("git init: %v: %s", err, out)
+		}
+		return nil
+	}
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.com",
+		"GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.com"}
+	if err := prep(0); err != nil {
+		return nil, err
+	}
+	on, off, skip := sandboxSides(dir, "cd repo && tar -xf ../files.tar && git add -A && git commit -qm files", env, prep)
+	r.sides, r.skip = []*side{off, on}, skip
+	r.cleanup = func() { _ = os.RemoveAll(dir) }
+	return r, nil
+}
+
+// goBuildRow builds a small module (its main package changed before each
+// block, so it compiles and links; the standard library comes from a warm
+// cache in the write root).
+func goBuildRow(e *env) (*row, error) {
+	dir, err := e.mkdir("workload-go")
+	if err != nil {
+		return nil, err
+	}
+	r := &row{group: "workload", call: "go build of a small module (warm cache)", base: "unsupervised",
+		n: 1, minRounds: 5, maxRounds: 40,
+		targets: []target{{side: "supervised", vs: "unsupervised", maxRatio: 1.10, text: "<= 1.10x unsupervised"}}}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		r.skip = "go is not on PATH"
+		return r, nil
+	}
+	goBin, _ = filepath.EvalSymlinks(goBin)
+	mod := filepath.Join(dir, "mod")
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/small\n\ngo 1.22\n"), 0o644); err != nil {
+		return nil, err
+	}
+	round := 0
+	prep := func(int) error {
+		round++
+		src := fmt.Sprintf("package main\n\nimport (\n\t\"encoding/json\"\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() {\n\tb, _ := json.Marshal(map[string]int{\"round\": %d})\n\tfmt.Fprintln(os.Stdout, string(b))\n}\n", round)
+		return os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o644)
+	}
+	env := []string{"PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "HOME=" + dir, "GOCACHE=" + filepath.Join(dir, "cache"),
+		"GOPATH=" + filepath.Join(dir, "gopath"), "GOENV=off", "GOTOOLCHAIN=local", "GOTELEMETRY=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0", "TMPDIR=" + filepath.Join(dir, "tmp")}
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := prep(0); err != nil {
+		return nil, err
+	}
+	// Warm the cache (the standard library) before measuring.
+	warm := exec.Command(goBin, "build", "-o", filepath.Join(dir, "out"), ".")
+	warm.Dir, warm.Env = mod, env
+	if out, err := warm.CombinedOutput(); err != nil {
+		r.skip = fmt.Sprintf("go build does not run here: %v: %s", err, out)
+		return r, nil
+	}
+	on, off, skip := sandboxSides(dir, "cd mod && go build -o ../out .", env, prep)
+	r.sides, r.skip = []*side{off, on}, skip
+	r.cleanup = func() { _ = os.RemoveAll(dir) }
+	return r, nil
+}
