@@ -191,8 +191,8 @@ var DefaultDependencyTrees = func() []string {
 
 func patternsOf(classes ...ProtectClass) []string {
 	var out []string
-	for _, n := range protectedTable {
-		for _, c := range classes {
+	for _, c := range classes {
+		for _, n := range protectedTable {
 			if n.Class == c && n.Pattern != GitEntry {
 				out = append(out, n.Pattern)
 			}
