@@ -25,6 +25,20 @@ const detailIsRoot = "a write root itself cannot be removed or renamed"
 // "." root when the policy has one. CheckPath makes no system calls and does
 // not allocate; its cost grows with the path, not with the policy. An
 // allowing decision by a root names the root's directory in Decision.Root.
+//
+// A caller judging a process's file calls (the sandbox's supervisor) asks
+// once per name the call acts on, with the name resolved as the kernel
+// would (a final link followed only where the call follows it) and cwd
+// empty: OpWrite for an open that may write or create, mknod and truncate;
+// OpCreate for mkdir; OpDelete for unlink and rmdir; OpMove for both names
+// of a rename (RENAME_EXCHANGE and RENAME_NOREPLACE alike); OpLink for both
+// names of a hard link and the new name of a symbolic link; OpAttr for
+// mode, owner, times and xattrs; OpRead for reads. A create and an
+// overwrite are the same OpWrite: no decision depends on whether the file
+// exists (credential names are judged by place: protected.go), so the
+// caller need not look. A denial whose Rule.Kind is KindProtected holds
+// the path and everything under it; KindGitMeta (a repository's .git
+// entry, and what git does not write inside it) holds that entry alone.
 func (p *Policy) CheckPath(op Op, path, cwd string) Decision {
 	if p == nil {
 		return denyNoPolicy
