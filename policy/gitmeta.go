@@ -18,7 +18,11 @@ package policy
 //     HEAD and the other *_HEAD and *_MSG state files, index, objects/,
 //     refs/, logs/, packed-refs, shallow, the rebase, sequencer and rerere
 //     state directories, info/exclude, worktrees/<name>/ state, and every
-//     "<name>.lock" of those;
+//     "<name>.lock" of those; a directory that can hold configuration,
+//     hooks or redirect files (objects, objects/info, info, worktrees,
+//     worktrees/<name>, the state trees themselves, submodules' git
+//     directories) is not moved whole, since renaming a crafted one into
+//     place would bring them in unjudged (gitMovable);
 //   - configuration (GitConfigEntry: config, config.worktree,
 //     info/attributes), hooks (GitHooksEntry: anything under hooks/, the
 //     empty directory may be created) and redirect files
@@ -72,9 +76,10 @@ func (g *gitModel) take(r *Rule) bool {
 }
 
 const (
-	detailGitEntry    = "a repository's .git is one object: it may be created as a directory, never moved, removed, linked or made a pointer file"
-	detailGitRedirect = "this file makes git read the repository, its configuration or hooks from elsewhere"
-	detailGitUnknown  = "not a file git's own commands write (gitrepository-layout(5))"
+	detailGitEntry     = "a repository's .git is one object: it may be created as a directory, never moved, removed, linked or made a pointer file"
+	detailGitRedirect  = "this file makes git read the repository, its configuration or hooks from elsewhere"
+	detailGitUnknown   = "not a file git's own commands write (gitrepository-layout(5))"
+	detailGitContainer = "a directory of a git directory that can hold configuration, hooks or redirect files is not moved: a crafted one would bring them in"
 )
 
 // judge decides op on rel, the rest of a path after its .git component
@@ -97,6 +102,9 @@ func (g *gitModel) judge(op Op, rel string) (*Rule, string) {
 	cls, hooksDir := classifyGit(rel[1:])
 	switch cls {
 	case gitState:
+		if op == OpMove && !gitMovable(rel[1:]) {
+			return g.object, detailGitContainer
+		}
 		return nil, ""
 	case gitConfig:
 		if g.config == nil {
@@ -338,6 +346,97 @@ func classifyModules(rel string) (gitClass, bool) {
 		}
 	}
 	return gitState, false
+}
+
+// gitMovable reports whether rel (relative to a git directory, of the
+// state class) may be either name of a rename. State files move (git
+// writes each as "<name>.lock" and renames it over the name), and so does
+// anything inside a state tree; a directory that can hold configuration,
+// hooks or redirect files does not, since renaming a crafted directory
+// into its place would bring them in whole, unjudged: objects,
+// objects/info, info, worktrees and worktrees/<name>, the state trees
+// themselves, and below modules/ whatever is not inside a state tree or
+// named as a state file. git itself renames none of these.
+func gitMovable(rel string) bool {
+	first, rest := cutComponent(rel)
+	switch {
+	case eqFold(first, "worktrees"):
+		_, in := cutComponent(rest)
+		return in != "" && gitMovableTop(in)
+	case eqFold(first, "modules"):
+		return modulesMovable(rest)
+	}
+	return gitMovableTop(rel)
+}
+
+// gitMovableTop is gitMovable at the top of a git directory.
+func gitMovableTop(rel string) bool {
+	first, rest := cutComponent(rel)
+	if rest == "" {
+		return gitStateFile(first)
+	}
+	if eqFold(first, "objects") {
+		sub, more := cutComponent(rest)
+		return !eqFold(sub, "info") || more != ""
+	}
+	return true // inside info/ or a state tree
+}
+
+// gitStateFile reports whether name (a last component) is a state file
+// of the top of a git directory, its ".lock" included.
+func gitStateFile(name string) bool {
+	name = trimLock(name)
+	if len(name) == 7 && (name[0] == 't' || name[0] == 'T') {
+		return true // git init's core.symlinks probe
+	}
+	cls, _ := lookupGit(&gitTopLookup, name, false)
+	if cls != gitState {
+		return false
+	}
+	// lookupGit answers gitState for a tree named alone too: only files
+	// and prefixes move.
+	n, _ := cutComponent(name)
+	return !gitIsTree(n)
+}
+
+// gitIsTree reports whether name is a directory of gitTop (or info).
+func gitIsTree(name string) bool {
+	if eqFold(name, "info") {
+		return true
+	}
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		buf[i] = foldByte(name[i])
+	}
+	n := gitTopLookup.exact[string(buf[:len(name)])]
+	return n != nil && n.shape == gitTree
+}
+
+// modulesMovable is gitMovable below modules/: the entry lies inside a
+// state tree (a component before the last is one, objects/info only with
+// a file below it), or its last component is a state file.
+func modulesMovable(rel string) bool {
+	for rest := rel; rest != ""; {
+		var c string
+		c, rest = cutComponent(rest)
+		if rest == "" {
+			return gitStateFile(c)
+		}
+		if eqFold(c, "objects") {
+			sub, more := cutComponent(rest)
+			if !eqFold(sub, "info") || more != "" {
+				return true
+			}
+			continue
+		}
+		if gitIsTree(c) && !eqFold(c, "info") && !eqFold(c, "hooks") && !eqFold(c, "branches") && !eqFold(c, "remotes") {
+			return true
+		}
+	}
+	return false
 }
 
 // cutComponent splits a clean relative path at its first "/".

@@ -106,6 +106,31 @@ func TestGitMetadataModel(t *testing.T) {
 		{policy.OpWrite, ".git/branches/origin", redirect},
 		{policy.OpWrite, ".git/remotes/origin", redirect},
 		{policy.OpWrite, ".git/modules/x/commondir", redirect},
+		// Moving a crafted directory into a place that can hold
+		// configuration, hooks or redirects would bring them in whole.
+		{policy.OpMove, ".git/info", object},
+		{policy.OpMove, ".git/objects", object},
+		{policy.OpMove, ".git/objects/info", object},
+		{policy.OpMove, ".git/worktrees", object},
+		{policy.OpMove, ".git/worktrees/wt", object},
+		{policy.OpMove, ".git/modules", object},
+		{policy.OpMove, ".git/modules/lib", object},
+		{policy.OpMove, ".git/modules/refs", object}, // a submodule named like a state tree
+		{policy.OpMove, ".git/refs", object},
+		{policy.OpMove, ".git/HEAD", ok},
+		{policy.OpMove, ".git/refs/heads/main", ok},
+		{policy.OpMove, ".git/objects/pack/pack-1.idx", ok},
+		{policy.OpMove, ".git/objects/info/packs", ok},
+		{policy.OpMove, ".git/objects/info/commit-graphs/graph-1.graph", ok},
+		{policy.OpMove, ".git/info/exclude", ok},
+		{policy.OpMove, ".git/worktrees/wt/HEAD", ok},
+		{policy.OpMove, ".git/modules/lib/HEAD", ok},
+		{policy.OpMove, ".git/modules/a/b/index.lock", ok},
+		{policy.OpMove, ".git/modules/lib/refs/heads/main", ok},
+		{policy.OpMove, ".git/modules/lib/objects/ab/cd", ok},
+		{policy.OpMove, ".git/modules/lib/objects/info/packs", ok},
+		{policy.OpDelete, ".git/objects/info", ok},
+		{policy.OpCreate, ".git/modules/lib", ok},
 		// Anything else git does not write.
 		{policy.OpWrite, ".git/run.sh", object},
 		{policy.OpCreate, ".git/x", object},
@@ -321,10 +346,16 @@ func TestGitLayoutFromRealGit(t *testing.T) {
 			case !dec.Allowed:
 				t.Errorf("git wrote %s (%v), which the model refuses: %v (%s)", rel, op, dec.Rule, dec.Detail)
 			}
-			// Every one of them may be removed and renamed over by git
-			// too, state only.
+			// Every state file may be removed and renamed over (git
+			// writes each as a .lock and renames it), every state
+			// directory removed; a directory that can hold
+			// configuration, hooks or redirects is not moved whole.
 			if dec.Allowed && rel != "." {
-				for _, op := range []policy.Op{policy.OpDelete, policy.OpMove} {
+				ops := []policy.Op{policy.OpDelete, policy.OpMove}
+				if d.IsDir() {
+					ops = ops[:1]
+				}
+				for _, op := range ops {
 					if d := p.CheckPath(op, path, ""); !d.Allowed {
 						t.Errorf("%v %s: %v", op, rel, d.Rule)
 					}
