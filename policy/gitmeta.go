@@ -21,8 +21,9 @@ package policy
 //     "<name>.lock" of those; a directory that can hold configuration,
 //     hooks or redirect files (objects, objects/info, info, worktrees,
 //     worktrees/<name>, the state trees themselves, submodules' git
-//     directories) is not moved whole, since renaming a crafted one into
-//     place would bring them in unjudged (gitMovable);
+//     directories) is not moved whole or made a link, since renaming a
+//     crafted one into place, or a link to it, would bring them in
+//     unjudged (gitMovable);
 //   - configuration (GitConfigEntry: config, config.worktree,
 //     info/attributes), hooks (GitHooksEntry: anything under hooks/, the
 //     empty directory may be created) and redirect files
@@ -79,7 +80,7 @@ const (
 	detailGitEntry     = "a repository's .git is one object: it may be created as a directory, never moved, removed, linked or made a pointer file"
 	detailGitRedirect  = "this file makes git read the repository, its configuration or hooks from elsewhere"
 	detailGitUnknown   = "not a file git's own commands write (gitrepository-layout(5))"
-	detailGitContainer = "a directory of a git directory that can hold configuration, hooks or redirect files is not moved: a crafted one would bring them in"
+	detailGitContainer = "a directory of a git directory that can hold configuration, hooks or redirect files is not moved or linked: a crafted one would bring them in"
 )
 
 // judge decides op on rel, the rest of a path after its .git component
@@ -102,7 +103,9 @@ func (g *gitModel) judge(op Op, rel string) (*Rule, string) {
 	cls, hooksDir := classifyGit(rel[1:])
 	switch cls {
 	case gitState:
-		if op == OpMove && !gitMovable(rel[1:]) {
+		// A symbolic link in a container's place redirects it as surely
+		// as a crafted directory renamed there.
+		if (op == OpMove || op == OpLink) && !gitMovable(rel[1:]) {
 			return g.object, detailGitContainer
 		}
 		return nil, ""

@@ -117,6 +117,11 @@ func TestGitMetadataModel(t *testing.T) {
 		{policy.OpMove, ".git/modules/lib", object},
 		{policy.OpMove, ".git/modules/refs", object}, // a submodule named like a state tree
 		{policy.OpMove, ".git/refs", object},
+		{policy.OpLink, ".git/info", object}, // a symbolic link to a crafted directory
+		{policy.OpLink, ".git/objects", object},
+		{policy.OpLink, ".git/worktrees/wt", object},
+		{policy.OpLink, ".git/modules/lib", object},
+		{policy.OpLink, ".git/HEAD", ok}, // core.preferSymlinkRefs
 		{policy.OpMove, ".git/HEAD", ok},
 		{policy.OpMove, ".git/refs/heads/main", ok},
 		{policy.OpMove, ".git/objects/pack/pack-1.idx", ok},
