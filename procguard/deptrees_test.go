@@ -1,10 +1,17 @@
 package procguard_test
 
 import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestDependencyTreesInSandbox: under the docs/agents.md policy in the
@@ -49,5 +56,69 @@ func TestDependencyTreesInSandbox(t *testing.T) {
 		case !c.allowed && (code == 0 || !os.IsNotExist(err)):
 			t.Errorf("%s: exit %d, on disk: %v\n%s", c.path, code, err, out)
 		}
+	}
+}
+
+// TestModuleDownloadWithKeysInSandbox: go mod download of a module that
+// ships TLS test keys (testdata/*.pem), from a module proxy the test
+// serves on loopback, succeeds under the docs/agents.md policy in the
+// sandbox: the keys land in the go profile's GOMODCACHE, a dependency
+// tree.
+func TestModuleDownloadWithKeysInSandbox(t *testing.T) {
+	const mod, ver = "example.com/keys", "v1.0.0"
+	var zbuf bytes.Buffer
+	zw := zip.NewWriter(&zbuf)
+	for name, data := range map[string]string{
+		"go.mod":               "module " + mod + "\n\ngo 1.22\n",
+		"keys.go":              "package keys\n",
+		"testdata/server.pem":  "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		"testdata/server.key":  "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+		"testdata/.env.sample": "TOKEN=x\n",
+	} {
+		w, err := zw.Create(mod + "@" + ver + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(data))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"/" + mod + "/@v/list":             []byte(ver + "\n"),
+		"/" + mod + "/@v/" + ver + ".info": []byte(`{"Version":"` + ver + `","Time":"2024-01-01T00:00:00Z"}`),
+		"/" + mod + "/@v/" + ver + ".mod":  []byte("module " + mod + "\n\ngo 1.22\n"),
+		"/" + mod + "/@v/" + ver + ".zip":  zbuf.Bytes(),
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+
+	ctx, root := agentScopePort(t, port)
+	env := []string{"GOPROXY=http://127.0.0.1:" + port, "GOSUMDB=off"}
+	code, out := guarded(t, ctx, filepath.Join(root, "ws"), env, "go", "mod", "download", "-x", mod+"@"+ver)
+	if code != 0 {
+		t.Fatalf("go mod download: exit %d\n%s", code, out)
+	}
+	for _, name := range []string{"server.pem", "server.key", ".env.sample"} {
+		path := filepath.Join(root, "cache", "go-mod", mod+"@"+ver, "testdata", name)
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if strings.Contains(out, "permission denied") {
+		t.Errorf("a refusal on the way:\n%s", out)
 	}
 }

@@ -22,6 +22,12 @@ import (
 // for a fresh /srv/agent twin, and returns the context and the twin.
 func agentScope(t *testing.T) (context.Context, string) {
 	t.Helper()
+	return agentScopePort(t, "8080")
+}
+
+// agentScopePort is agentScope with the policy's loopback port set to port.
+func agentScopePort(t *testing.T, port string) (context.Context, string) {
+	t.Helper()
 	for _, p := range []string{"git", "go", "sh"} {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skipf("%s is not installed", p)
@@ -38,7 +44,7 @@ func agentScope(t *testing.T) (context.Context, string) {
 		}
 	}
 	polFile := filepath.Join(root, "agent.toml")
-	if err := os.WriteFile(polFile, []byte(agentPolicy(t, root, "8080")), 0o644); err != nil {
+	if err := os.WriteFile(polFile, []byte(agentPolicy(t, root, port)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f, err := policyfile.LoadFile(polFile)
