@@ -613,3 +613,118 @@ func TestSandboxRefusalsReachHost(t *testing.T) {
 		t.Errorf("no rescued record for .env: %+v", e.rec.Records())
 	}
 }
+
+// TestSandboxGitMetadata is a child that tries to make the host's next
+// git command read configuration or hooks it wrote: by exchanging a
+// crafted directory with .git, moving .git away and putting one back, a
+// commondir redirect, a .git pointer file where there was no repository,
+// and writing config through a /proc alias. The host's git, asked after,
+// still sees its own repository; an ordinary commit in the sandbox works.
+func TestSandboxGitMetadata(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	e := sandboxEnv(t, policy.Spec{Exec: policy.ExecSpec{Rules: allow("sh", "git", "python3", "cat")}})
+	hostGit := func(dir string, args ...string) (string, error) {
+		c := exec.Command(git, args...)
+		c.Dir = dir
+		c.Env = []string{"HOME=" + e.dir, "GIT_CONFIG_NOSYSTEM=1", "PATH=/usr/bin:/bin"}
+		out, err := c.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	repo := filepath.Join(e.dir, "repo")
+	plain := filepath.Join(e.dir, "plain")
+	must(t, os.MkdirAll(plain, 0o755))
+	if out, err := hostGit(e.dir, "init", "-q", repo); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	want := map[string]string{}
+	for _, q := range []string{"--git-common-dir", "--git-path hooks", "--git-dir"} {
+		out, err := hostGit(repo, append([]string{"rev-parse"}, strings.Fields(q)...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[q] = out
+	}
+	const program = `
+import os, sys, errno, ctypes
+def try_(key, fn):
+    try:
+        fn()
+        print(key + "=ok", flush=True)
+    except OSError as e:
+        print(key + "=" + errno.errorcode.get(e.errno, str(e.errno)), flush=True)
+def write(path, text):
+    def f():
+        with open(path, "w") as fh:
+            fh.write(text)
+    return f
+repo, plain = sys.argv[1], sys.argv[2]
+os.makedirs(repo + "/../crafted/hooks", exist_ok=True)
+try_("crafted_config", write(repo + "/../crafted/config", "[core]\n\thooksPath = /tmp/evil\n"))
+try_("crafted_hook", write(repo + "/../crafted/hooks/pre-commit", "#!/bin/sh\necho pwned\n"))
+libc = ctypes.CDLL(None, use_errno=True)
+def exchange(a, b):
+    def f():
+        if libc.renameat2(-100, a.encode(), -100, b.encode(), 2) != 0:  # RENAME_EXCHANGE
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+    return f
+try_("exchange", exchange(repo + "/../crafted", repo + "/.git"))
+try_("move_away", lambda: os.rename(repo + "/.git", repo + "/../old-git"))
+try_("commondir", write(repo + "/.git/commondir", "../../crafted\n"))
+try_("config_alias", write("/proc/self/cwd/repo/.git/config", "[core]\n\thooksPath = /tmp/evil\n"))
+try_("hook_alias", write("/proc/self/root" + repo + "/.git/hooks/pre-commit", "#!/bin/sh\n"))
+try_("pointer", write(plain + "/.git", "gitdir: ../crafted\n"))
+try_("pointer_link", lambda: os.symlink("../crafted", plain + "/.git"))
+print("done=1")
+`
+	out, _, _ := runScript(t, e, `python3 -c "$1" "$2" "$3"`, program, repo, plain)
+	st := statuses(out)
+	if st["done"] != "1" || st["crafted_config"] != "ok" || st["crafted_hook"] != "ok" {
+		t.Fatalf("the attacker did not run as planned: %q", out)
+	}
+	t.Logf("attacker:\n%s", out)
+	for _, k := range []string{"exchange", "move_away", "commondir", "config_alias", "hook_alias", "pointer", "pointer_link"} {
+		if v := st[k]; v == "ok" || v == "" {
+			t.Errorf("%s = %q, want a refusal", k, v)
+		}
+	}
+	for q, w := range want {
+		got, err := hostGit(repo, append([]string{"rev-parse"}, strings.Fields(q)...)...)
+		if err != nil || got != w {
+			t.Errorf("host git rev-parse %s = %q (%v), want %q", q, got, err, w)
+		}
+	}
+	if got, err := hostGit(repo, "config", "--get", "core.hooksPath"); err == nil || got != "" {
+		t.Errorf("core.hooksPath is set for the host's git: %q", got)
+	}
+	if got, err := hostGit(plain, "rev-parse", "--git-dir"); err == nil {
+		t.Errorf("the host's git sees a repository in %s: %q", plain, got)
+	}
+
+	// Ordinary work still goes: a commit in the sandbox.
+	must(t, os.WriteFile(filepath.Join(repo, "a.txt"), []byte("a\n"), 0o644))
+	out, err, _ = runScript(t, e, `cd repo && git -c user.name=a -c user.email=a@example.com add a.txt && git -c user.name=a -c user.email=a@example.com commit -qm one && echo committed`)
+	if !strings.Contains(out, "committed") {
+		t.Fatalf("a commit in the sandbox failed: %v %q", err, out)
+	}
+	if got, err := hostGit(repo, "log", "--format=%s"); err != nil || got != "one" {
+		t.Errorf("host git log = %q (%v), want the sandbox's commit", got, err)
+	}
+}
+
+// statuses parses the "key=value" lines a program printed.
+func statuses(out string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
