@@ -31,6 +31,7 @@ const (
 	HintNetDeny                 // a net deny rule
 	HintOption                  // a built-in option denial of a known tool
 	HintGitConfig               // a git configuration override
+	HintGitMeta                 // the git metadata model's own rule (a .git entry, a file git does not write)
 	hintTopicEnd
 )
 
@@ -39,7 +40,7 @@ var hintTopicNames = [...]string{
 	HintNoExecRule: "no-exec-rule", HintExecNotFound: "exec-not-found", HintEnvInjection: "env-injection",
 	HintExecDir: "exec-dir", HintNetDefault: "net-default", HintListenDefault: "listen-default",
 	HintUnixRoot: "unix-root", HintProtected: "protected", HintReadDeny: "read-deny",
-	HintNetDeny: "net-deny", HintOption: "option", HintGitConfig: "git-config",
+	HintNetDeny: "net-deny", HintOption: "option", HintGitConfig: "git-config", HintGitMeta: "git-meta",
 }
 
 func (t HintTopic) String() string {
@@ -77,6 +78,7 @@ var hintTopics = map[string]HintTopic{
 	hintNetDeny:            HintNetDeny,
 	hintOption:             HintOption,
 	hintGitConfig:          HintGitConfig,
+	hintGitMeta:            HintGitMeta,
 }
 
 // HintTopic returns what r's hint is about: HintNone for a nil rule and for

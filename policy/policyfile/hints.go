@@ -25,4 +25,5 @@ var tomlHints = map[policy.HintTopic]string{
 	policy.HintNetDeny:       "drop the [[net.deny]] table, or opt in with audit.WithRescueHard and rescue it in BeforeDeny",
 	policy.HintOption:        "name the option in the args of the [[exec.allow]] table to allow it for that rule (no_builtin_deny = true in [exec] turns the built-in option denials off), or rescue the call in BeforeDeny with audit.WithRescueHard",
 	policy.HintGitConfig:     "set harmless keys only (user.name, user.email, ...); name the exact option and value in the args of the [[exec.allow]] table to allow it, or rescue the call in BeforeDeny with audit.WithRescueHard",
+	policy.HintGitMeta:       "a child changes .git only as git's own commands do; a plain git init, git clone or git worktree under the git profile writes configuration or links from git's defaults; set [fs] replace_protected = true and list the protected names without the .git/ entries to turn the model off, or let BeforeDeny rescue hard denials (audit.WithRescueHard)",
 }
