@@ -371,6 +371,8 @@ func hardWhy(kind, pattern string) string {
 	switch kind {
 	case "protected":
 		return "protected names stay read-only even inside write roots (drop the entry from the protected set if it must be writable)"
+	case "git metadata":
+		return "a repository's .git changes only as git's own commands change it (a plain git init, clone or worktree under the git profile writes its configuration or links)"
 	case "read deny":
 		return "read-deny entries are never readable (drop the entry if it must be)"
 	case "write root":

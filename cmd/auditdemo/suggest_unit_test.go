@@ -80,6 +80,7 @@ func TestSuggestCases(t *testing.T) {
 		warnRec("fs", "read", "r", filepath.Join(d1, "r"), `default "reads need a read or write root"`, "soft"),
 		move,
 		warnRec("fs", "write", "/proc/self/mem", "/proc/self/mem", `system "/proc"`, "hard"),
+		warnRec("fs", "write", ".git/run.sh", filepath.Join(d1, ".git/run.sh"), `git metadata ".git"`, "hard"),
 		warnRec("fs", "write", "loop", "", `invalid input "paths are checked after resolution"`, "invalid"),
 		star, long, short, missing, denied, inDir, noDir, noArgs,
 		warnRec("net", "connect", "localhost:8080", "127.0.0.1, ::1", `net rule "special-purpose 127.0.0.0/8 loopback"`, "hard"),
@@ -98,7 +99,7 @@ func TestSuggestCases(t *testing.T) {
 	out := r.stdout
 	t.Logf("suggest output:\n%s", out)
 	wantAll(t, "suggest output", out,
-		"# auditdemo suggest: 21 would-deny events",
+		"# auditdemo suggest: 22 would-deny events",
 		// fs: exact paths; directories for a rename; read roots for reads.
 		`"`+filepath.Join(home, `we\"ird`+"\u00e9")+`", # allows`, // the rename's directory covers the write to x
 		`"`+d1+`", # allows fs move `+filepath.Join(d1, "a")+" -> "+filepath.Join(d2, "b")+" (its directory",
@@ -125,6 +126,7 @@ func TestSuggestCases(t *testing.T) {
 		"# net connect db.internal.example.com:5432", "explicit deny rule",
 		"fd00:ec2::254 is cloud metadata (AWS IPv6); auditdemo never suggests unlocking it",
 		"# fs write /proc/self/mem", "a built-in rule (/proc, /sys)",
+		"no addition can allow it: a repository's .git changes only as git's own commands change it",
 		"invalid input is never allowed",
 	)
 	for s, n := range map[string]int{`args = ["x", "y"]`: 0, `args = ["x"]`: 1, filepath.Join(home, "allowed"): 0, "cidr = \"127.0.0.1\"": 2} {
