@@ -369,3 +369,43 @@ func realDir(t *testing.T) string {
 	}
 	return d
 }
+
+// TestAttackInitThroughProc reaches the sandbox's init (pid 1, which holds
+// the seccomp listener, the control socket and the status pipe to the
+// host) through /proc/1: its descriptors, root, memory. The supervisor,
+// which is init, must not open for the task what the task could not open
+// itself; the task's own /proc entries still open.
+func TestAttackInitThroughProc(t *testing.T) {
+	dir := realDir(t)
+	out := attacker(t, dir, policy.Spec{}, pyTry+`
+def opened(path, flags):
+    def f():
+        os.close(os.open(path, flags))
+    return f
+try_("control_self", opened("/proc/self/status", os.O_RDONLY))
+try_("control_self_fd", opened("/proc/self/fd/1", os.O_WRONLY))
+for n in range(3, 12):
+    try_("init_fd_%d" % n, opened("/proc/1/fd/%d" % n, os.O_WRONLY))
+try_("init_root", write("/proc/1/root" + d + "/.bashrc"))
+try_("init_cwd", opened("/proc/1/cwd/x", os.O_WRONLY | os.O_CREAT))
+try_("init_mem", opened("/proc/1/mem", os.O_RDWR))
+try_("init_task", opened("/proc/1/task/1/fd/3", os.O_WRONLY))
+try_("tty", opened("/dev/tty", os.O_WRONLY))
+print("done=1")
+`)
+	// The command runs in a session of its own, with no terminal: /dev/tty
+	// is the caller's, never the supervisor's (which may be the host's).
+	if out["tty"] != "ENXIO" {
+		t.Errorf("tty = %q, want ENXIO", out["tty"])
+	}
+	for _, k := range []string{"control_self", "control_self_fd"} {
+		if out[k] != "ok" {
+			t.Errorf("%s = %q, want ok", k, out[k])
+		}
+	}
+	for k, v := range out {
+		if strings.HasPrefix(k, "init_") && v == "ok" {
+			t.Errorf("%s = ok: the task opened init's object through the supervisor", k)
+		}
+	}
+}

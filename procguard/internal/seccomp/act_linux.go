@@ -3,6 +3,7 @@
 package seccomp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"runtime"
 	"strconv"
@@ -167,7 +168,14 @@ func (s *server) open(r *request, tg *target) result {
 		return result{fd: -1, cont: true}
 	}
 	cloexec := flags&unix.O_CLOEXEC != 0
-	flags |= unix.O_CLOEXEC
+	// O_NOCTTY: a terminal the supervisor opens must never become its
+	// controlling terminal.
+	flags |= unix.O_CLOEXEC | unix.O_NOCTTY
+	if tg.mode == unix.S_IFCHR && tg.rdev == unix.Mkdev(5, 0) {
+		// /dev/tty is the opener's controlling terminal: the task's, not
+		// the supervisor's (which may be the host's own terminal).
+		return s.openTTY(r, flags, cloexec)
+	}
 	if tg.obj >= 0 {
 		// A magic link or the task's own descriptor: open the object
 		// again, as the kernel does when a task opens /proc/self/fd/N.
@@ -213,6 +221,46 @@ func (s *server) openEntry(r *request, tg *target, flags int, cloexec bool) resu
 				return fail(unix.EAGAIN)
 			}
 		}
+	}
+	return result{fd: fd, cloexec: cloexec}
+}
+
+// openTTY opens the task's controlling terminal for /dev/tty: ENXIO when
+// it has none (a sandboxed command runs in a session of its own), else
+// its pseudo-terminal under /dev/pts, the only kind a sandboxed task can
+// take as its terminal.
+func (s *server) openTTY(r *request, flags int, cloexec bool) result {
+	b, err := readSmall(r.w.t.proc + "stat")
+	if err != nil {
+		return fail(unix.ENXIO)
+	}
+	// The fields after the command name (which may hold anything) are
+	// state, ppid, pgrp, session, tty_nr.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return fail(unix.ENXIO)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 5 {
+		return fail(unix.ENXIO)
+	}
+	nr, err := strconv.ParseUint(f[4], 10, 32)
+	if err != nil || nr == 0 {
+		return fail(unix.ENXIO)
+	}
+	major, minor := unix.Major(nr), unix.Minor(nr)
+	if major < 136 || major > 143 { // UNIX98_PTY_SLAVE_MAJOR and its range
+		return fail(unix.ENXIO)
+	}
+	pts := "/dev/pts/" + strconv.FormatUint(uint64((major-136)*256+minor), 10)
+	fd, err := unix.Open(pts, flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TMPFILE|unix.O_NOFOLLOW), 0)
+	if err != nil {
+		return fail(errnoOf(err))
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Rdev != nr {
+		unix.Close(fd)
+		return fail(unix.ENXIO)
 	}
 	return result{fd: fd, cloexec: cloexec}
 }

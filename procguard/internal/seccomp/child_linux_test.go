@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/auditguard/auditguard/policy"
 )
 
@@ -120,5 +122,51 @@ func TestChildReads(t *testing.T) {
 	}
 	if reads < 2 {
 		t.Errorf("%d reads judged, want the loader's and cat's", reads)
+	}
+}
+
+// TestChildTTY: /dev/tty is the caller's controlling terminal. A child in
+// a session of its own with a pseudo-terminal as its terminal gets that
+// terminal through the supervisor; without one it gets ENXIO, whatever
+// terminal the supervisor's process has.
+func TestChildTTY(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	const program = `
+import os, fcntl, termios, errno
+os.setsid()
+try:
+    os.open("/dev/tty", os.O_WRONLY)
+    print("before=ok")
+except OSError as e:
+    print("before=" + errno.errorcode[e.errno])
+m, s = os.openpty()
+fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+fd = os.open("/dev/tty", os.O_WRONLY)
+print("same=%s" % (os.fstat(fd).st_rdev == os.fstat(s).st_rdev))
+`
+	cmd, stdout, stderr := shell(t, `exec "$1" -c "$2"`, py, program)
+	rec := &recorder{}
+	if err := runChild(t, Filter{}, cmd, rec); err != nil {
+		t.Fatalf("python: %v\n%s", err, stderr)
+	}
+	st := statuses(stdout.String())
+	if st["before"] != "ENXIO" || st["same"] != "True" {
+		t.Errorf("before=%q same=%q, want ENXIO and the child's own terminal\nstderr: %s", st["before"], st["same"], stderr)
+	}
+	var judged int
+	for _, c := range rec.since(0) {
+		if len(c.Paths) == 1 && c.Paths[0].Name == "/dev/tty" && c.Flags == unix.O_WRONLY|unix.O_CLOEXEC {
+			judged++ // python's two opens
+		}
+	}
+	if judged != 2 {
+		var all []string
+		for _, c := range rec.since(0) {
+			all = append(all, c.String())
+		}
+		t.Errorf("%d opens of /dev/tty judged, want 2:\n%s", judged, strings.Join(all, "\n"))
 	}
 }

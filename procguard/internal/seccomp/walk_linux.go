@@ -3,6 +3,7 @@
 package seccomp
 
 import (
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ type target struct {
 	path     string
 	mode     uint32 // S_IFMT of what the target names now (not followed), 0 if absent
 	dev, ino uint64 // its device and inode, when it exists
+	rdev     uint64 // the device it is, for a device file
 }
 
 func (e *target) close() {
@@ -134,9 +136,9 @@ func (w *walker) withID(t target, e unix.Errno) (target, unix.Errno) {
 		err = unix.Fstatat(t.dir, t.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if err == nil {
-		t.mode, t.dev, t.ino = st.Mode&unix.S_IFMT, st.Dev, st.Ino
+		t.mode, t.dev, t.ino, t.rdev = st.Mode&unix.S_IFMT, st.Dev, st.Ino, st.Rdev
 	} else {
-		t.mode, t.dev, t.ino = 0, 0, 0
+		t.mode, t.dev, t.ino, t.rdev = 0, 0, 0, 0
 	}
 	return t, 0
 }
@@ -303,8 +305,66 @@ func (w *walker) finish(e target) (target, unix.Errno) {
 		e.close()
 		return e, unix.ENOENT // a deleted directory
 	}
+	if strings.HasPrefix(dir, "/proc/") {
+		if errno := w.guardProc(e.dir); errno != 0 {
+			e.close()
+			return e, errno
+		}
+	}
 	e.path = path.Join(dir, e.name)
 	return e, 0
+}
+
+// supervisorPid is this process, as its own pid namespace names it (1
+// for a sandbox's init).
+var supervisorPid = os.Getpid()
+
+// guardProc refuses a walk that reaches the supervisor's own process
+// through a proc file system (/proc/1/fd/N, /proc/1/root, /proc/1/mem
+// from a sandboxed task): the supervisor may open what its own process
+// holds, which the task could not (Landlock keeps a task from tracing or
+// reading a process outside its domain), so it must not do so for the
+// task. A task of the supervisor's own process (the tests) may.
+func (w *walker) guardProc(dir int) unix.Errno {
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(dir, &sfs) != nil || sfs.Type != unix.PROC_SUPER_MAGIC {
+		return 0
+	}
+	p, ok := w.fdPath(dir)
+	if !ok {
+		return unix.EACCES
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return 0
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	n, err := strconv.Atoi(first)
+	if err != nil {
+		return 0 // /proc/sys, /proc/net...: not a process
+	}
+	tgid := n
+	if n != supervisorPid {
+		b, err := readSmall("/proc/" + first + "/status")
+		if err != nil {
+			return unix.ENOENT
+		}
+		_, after, found := strings.Cut(string(b), "\nTgid:")
+		if !found {
+			return unix.EACCES
+		}
+		line, _, _ := strings.Cut(after, "\n")
+		if tgid, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
+			return unix.EACCES
+		}
+	}
+	if tgid != supervisorPid {
+		return 0
+	}
+	if _, e := w.selfName("self"); e != 0 || w.tgid != supervisorPid {
+		return unix.EACCES
+	}
+	return 0
 }
 
 // split cuts a name into its directory part and last component; a name
@@ -530,6 +590,9 @@ func (w *walker) slow(start int, name string, follow bool, sc scope) (target, un
 			if magic(cur(), text) {
 				if sc.noMag {
 					return fail, unix.ELOOP
+				}
+				if e := w.guardProc(cur()); e != 0 {
+					return fail, e
 				}
 				fd, err := unix.Openat(cur(), c, unix.O_PATH|unix.O_CLOEXEC, 0)
 				if err != nil {
