@@ -131,6 +131,9 @@ func printDecision(w io.Writer, facts [][2]string, d policy.Decision, mode audit
 	}
 	fmt.Fprintf(w, "%-10s %s\n", "decision:", verdict)
 	fmt.Fprintf(w, "%-10s %s\n", "rule:", d.Rule.String())
+	if d.Rule != nil && d.Rule.Class != 0 {
+		fmt.Fprintf(w, "%-10s %s\n", "class:", classLabel(d.Rule.Class))
+	}
 	if d.Detail != "" {
 		fmt.Fprintf(w, "%-10s %s\n", "detail:", d.Detail)
 	}
