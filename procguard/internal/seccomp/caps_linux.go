@@ -7,8 +7,9 @@ import (
 )
 
 // dropCapabilities leaves the calling thread (capabilities are a
-// thread's own) at most CAP_SYS_PTRACE, which reading a task's memory
-// and descriptors may need and which opens no file: the calls the
+// thread's own) no effective capability, and at most CAP_SYS_PTRACE
+// permitted, which reading a task's memory and descriptors may need
+// (threadCaps raises it for that alone): the calls the
 // supervisor performs for a task are checked against the same
 // permission bits, owners and mounts as the task's own would be.
 func dropCapabilities() error {
@@ -23,11 +24,46 @@ func dropCapabilities() error {
 		if i == 0 {
 			m = keep
 		}
-		data[i].Effective &= m
+		data[i].Effective = 0 // raised only where needed (threadCaps)
 		data[i].Permitted &= m
 		data[i].Inheritable = 0
 	}
 	return unix.Capset(&hdr, &data[0])
+}
+
+// threadCaps raises and lowers CAP_SYS_PTRACE in the serving thread's
+// effective set: it is raised only to open the calling task's own /proc
+// entries (its memory, root, cwd and descriptors) and take its socket,
+// and lowered while the supervisor resolves names and acts, so a walk
+// through /proc/<pid>/ of another process is checked as the task's own
+// would be. It belongs to one thread.
+type threadCaps struct {
+	hdr  unix.CapUserHeader
+	data [2]unix.CapUserData
+	ok   bool // CAP_SYS_PTRACE is permitted
+}
+
+func (c *threadCaps) init() {
+	c.hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	if unix.Capget(&c.hdr, &c.data[0]) != nil {
+		return
+	}
+	c.ok = c.data[0].Permitted&(1<<unix.CAP_SYS_PTRACE) != 0
+	c.set(false)
+}
+
+// set raises (on) or lowers CAP_SYS_PTRACE; without it permitted it does
+// nothing.
+func (c *threadCaps) set(on bool) {
+	if c == nil || !c.ok {
+		return
+	}
+	if on {
+		c.data[0].Effective |= 1 << unix.CAP_SYS_PTRACE
+	} else {
+		c.data[0].Effective &^= 1 << unix.CAP_SYS_PTRACE
+	}
+	_ = unix.Capset(&c.hdr, &c.data[0])
 }
 
 // dedicate makes the calling thread the serving thread: locked to the

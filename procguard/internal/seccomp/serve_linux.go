@@ -69,6 +69,8 @@ func serveOn(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, 
 		return err
 	}
 	s.confine = confine
+	s.caps.init()
+	s.t.caps = &s.caps
 	defer s.t.close()
 
 	// wake becomes readable when stop is closed, so one poll waits for
@@ -131,6 +133,7 @@ type server struct {
 	t       task
 	req     request
 	confine func() error // run on a thread that performs a call which may wait
+	caps    threadCaps   // the serving thread's CAP_SYS_PTRACE
 }
 
 // kernelSizes asks the kernel once for its structure sizes.

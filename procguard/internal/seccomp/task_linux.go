@@ -16,9 +16,10 @@ import (
 // cannot answer (0 when they can). Nothing a task yields is trusted before
 // the notification id is checked valid again afterwards.
 type task struct {
-	proc string // "/proc/<tid>/"
-	mem  int    // /proc/<tid>/mem, or -1 until first needed
-	buf  []byte // scratch of pathMax bytes for memory
+	proc string      // "/proc/<tid>/"
+	mem  int         // /proc/<tid>/mem, or -1 until first needed
+	buf  []byte      // scratch of pathMax bytes for memory
+	caps *threadCaps // the serving thread's, raised to open the task's /proc entries
 }
 
 func (t *task) reset(tid uint32) {
@@ -40,7 +41,7 @@ func (t *task) openMem() unix.Errno {
 	if t.mem >= 0 {
 		return 0
 	}
-	fd, err := unix.Open(t.proc+"mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := t.openProc("mem", unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
 		// Gone (then nobody reads the reply), or no ptrace access.
 		return unix.EACCES
@@ -85,4 +86,14 @@ func (t *task) bytes(addr uint64, n int) ([]byte, unix.Errno) {
 		return nil, unix.EFAULT
 	}
 	return t.buf[:n], 0
+}
+
+// openProc opens the task's /proc/<tid>/rel with CAP_SYS_PTRACE raised:
+// the task's own entries, which the supervisor may read whatever the
+// task's dumpable flag says.
+func (t *task) openProc(rel string, flags int) (int, error) {
+	t.caps.set(true)
+	fd, err := unix.Open(t.proc+rel, flags, 0)
+	t.caps.set(false)
+	return fd, err
 }

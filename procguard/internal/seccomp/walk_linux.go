@@ -166,7 +166,9 @@ func (w *walker) socket(fd int32) (int, unix.Errno) {
 		}
 		w.pidfd = p
 	}
+	w.t.caps.set(true)
 	got, err := unix.PidfdGetfd(w.pidfd, int(fd), 0)
+	w.t.caps.set(false)
 	switch {
 	case err == unix.EBADF:
 		return -1, unix.EBADF
@@ -186,7 +188,7 @@ func (w *walker) taskRoot() (int, unix.Errno) {
 	if w.root >= 0 {
 		return w.root, 0
 	}
-	fd, err := unix.Open(w.t.proc+"root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := w.t.openProc("root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return -1, unix.EACCES
 	}
@@ -204,7 +206,7 @@ func (w *walker) start(dirfd int32) (int, unix.Errno) {
 		}
 		rel = "fd/" + strconv.Itoa(int(dirfd))
 	}
-	fd, err := unix.Open(w.t.proc+rel, unix.O_PATH|unix.O_CLOEXEC, 0)
+	fd, err := w.t.openProc(rel, unix.O_PATH|unix.O_CLOEXEC)
 	switch {
 	case err == unix.ENOENT && dirfd != unix.AT_FDCWD:
 		return -1, unix.EBADF
@@ -233,7 +235,7 @@ func (w *walker) self(dirfd int32) (target, unix.Errno) {
 		}
 		rel = "fd/" + strconv.Itoa(int(dirfd))
 	}
-	fd, err := unix.Open(w.t.proc+rel, unix.O_PATH|unix.O_CLOEXEC, 0)
+	fd, err := w.t.openProc(rel, unix.O_PATH|unix.O_CLOEXEC)
 	if err != nil {
 		if err == unix.ENOENT {
 			return target{dir: -1, obj: -1}, unix.EBADF
