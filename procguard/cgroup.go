@@ -198,6 +198,20 @@ func missingStatus(l cgroupLimits, why CgroupReason, note string) CgroupStatus {
 // noCgroupNote is CgroupNote for a command whose policy turned cgroups off.
 const noCgroupNote = "disabled by the policy (ExecSpec.NoCgroup)"
 
+// Shutdown removes the cgroup directories procguard keeps for reuse, and
+// stops keeping any: a host calls it before it exits, after its commands
+// are done, so that it leaves no cgroup behind. It does not end commands
+// still running; each one's cgroup is removed when the command is
+// released (Wait, or the release of its scope), as no cgroup is pooled
+// after Shutdown. Commands may still be started after it; each then
+// makes and removes its own cgroup (a start costs the making of one).
+// Calling it more than once is harmless; outside Linux it does nothing.
+//
+// A host that is killed, or exits without calling Shutdown, or before its
+// commands are released, leaves directories behind: the first command
+// of a later host removes them (see the package documentation).
+func Shutdown() { shutdownCgroups() }
+
 // makeCgroup makes the command's cgroup for limits, unless the policy
 // turned cgroups off, and records in c.Confinement what it enforces.
 func (c *Cmd) makeCgroup(limits policy.ExecLimits, off bool) *cgroup {

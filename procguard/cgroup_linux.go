@@ -32,8 +32,14 @@ import (
 // and memory hierarchies for each limit asked that v2 cannot enforce, plus
 // a v1 freezer directory when there is no v2 to kill with. v1 has no
 // clone-into: the caller starts the child paused and calls join before
-// letting it run. Every directory is named auditguard-<hostpid>-<seq>, so
-// those of a dead host can be told apart and removed.
+// letting it run.
+//
+// Every directory is named auditguard-<pid>-<start>-<pidns>-<seq>: the
+// host's pid, its start time (field 22 of /proc/PID/stat, clock ticks
+// since boot), the inode of its pid namespace, and a sequence number (a
+// probe is auditguard-probe-<pid>-<start>-<pidns>). cgroupfs holds no
+// files of one's own, so the name is where a later host reads whose
+// directory it is and whether that host is gone (cleanStale).
 
 // cgCtl is a v1 controller procguard uses.
 type cgCtl uint8
@@ -275,7 +281,7 @@ func (s *cgSystem) findV2(ms []cgMount, pc procCgroups) {
 	}
 	s.v2Pids, s.v2Memory = ctl("pids"), ctl("memory")
 
-	probe := filepath.Join(parent, fmt.Sprintf("auditguard-probe-%d", os.Getpid()))
+	probe := filepath.Join(parent, cgSelf().probeName())
 	if err := os.Mkdir(probe, 0o755); err != nil {
 		fail(CgroupNotWritable, "cannot make a cgroup in v2 "+parent+": "+cgErrText(err))
 		return
@@ -320,7 +326,7 @@ func (s *cgSystem) findV1(c cgCtl, ms []cgMount, pc procCgroups) {
 		s.v1Why[c] = cgAvail{CgroupNoController, "no v1 " + name + " mount shows this process's cgroup " + rel}
 		return
 	}
-	probe := filepath.Join(parent, fmt.Sprintf("auditguard-probe-%d", os.Getpid()))
+	probe := filepath.Join(parent, cgSelf().probeName())
 	if err := os.Mkdir(probe, 0o755); err != nil {
 		s.v1Why[c] = cgAvail{CgroupNotWritable, "cannot make a cgroup in v1 " + parent + ": " + cgErrText(err)}
 		return
@@ -466,7 +472,7 @@ func newCgroup(l cgroupLimits) (*cgroup, CgroupStatus) {
 // the v2 directory; a failed v1 directory is recorded in fails and left
 // out. It returns nil when no directory could be made.
 func (s *cgSystem) makeCgroup(sh cgShape, fails *cgFailures) (*cgroup, error) {
-	name := fmt.Sprintf("auditguard-%d-%d", os.Getpid(), cgSeq.Add(1))
+	name := cgSelf().prefix + strconv.FormatUint(cgSeq.Add(1), 10)
 	g := &cgroup{fd: -1, events: -1}
 	if sh&shapeV2 != 0 {
 		dir := filepath.Join(s.v2, name)
@@ -864,9 +870,11 @@ func (g *cgroup) destroy() {
 // shape, so a command gets one with the directories it needs; setLimits
 // rewrites the limits that differ. The pool empties itself once no cgroup
 // has come back to it for idleAfter: a burst of commands reuses its
-// cgroups, and a host that stops running commands keeps none. (A host
-// that exits sooner leaves at most cgPoolMax empty directories, which the
-// next host's first command removes: cleanStale.)
+// cgroups, and a host that stops running commands keeps none. A host that
+// exits sooner calls Shutdown first, which empties the pool and closes it;
+// one that cannot (killed, or exiting without it) leaves at most
+// cgPoolMax empty directories, which the next host's first command
+// removes (cleanStale).
 var cgPool = cgroupPool{free: map[cgShape][]*cgroup{}, idleAfter: 5 * time.Second}
 
 const cgPoolMax = 8
@@ -877,6 +885,7 @@ type cgroupPool struct {
 	n         int
 	idleAfter time.Duration
 	idle      *time.Timer // runs drain idleAfter after the last put
+	closed    bool        // Shutdown was called: nothing is pooled any more
 }
 
 func (p *cgroupPool) get(sh cgShape) *cgroup {
@@ -895,7 +904,7 @@ func (p *cgroupPool) get(sh cgShape) *cgroup {
 func (p *cgroupPool) put(g *cgroup) bool {
 	p.Lock()
 	defer p.Unlock()
-	if p.n >= cgPoolMax {
+	if p.closed || p.n >= cgPoolMax {
 		return false
 	}
 	p.free[g.shape] = append(p.free[g.shape], g)
@@ -923,6 +932,25 @@ func (p *cgroupPool) drain() {
 	}
 }
 
+// close stops pooling: the pooled cgroups are removed now, and every
+// cgroup that comes back later is removed at once (remove).
+func (p *cgroupPool) close() {
+	p.Lock()
+	p.closed = true
+	if p.idle != nil {
+		p.idle.Stop()
+	}
+	p.Unlock()
+	p.drain()
+}
+
+// shutdownCgroups is Shutdown's work: close the pool, and try once more to
+// remove what an earlier removal left.
+func shutdownCgroups() {
+	cgPool.close()
+	retryLeftovers()
+}
+
 // cgLeft are directories destroy could not remove.
 var cgLeft struct {
 	sync.Mutex
@@ -940,9 +968,25 @@ func retryLeftovers() {
 }
 
 // cleanStale removes the per-command cgroups (and probes) of hosts that
-// are gone, in v2 and in every v1 controller. A host that died with
-// children inside left them running: they are killed first.
+// are gone, in v2 and in every v1 controller, by the name each was given
+// (cgHost):
+//
+//   - a directory whose host is proven dead (judgeHost: cgDead) is
+//     removed; processes still inside are killed first. Only a host puts
+//     processes in its own directories (clone-into or join of the command
+//     it starts), and their forks are born inside, so they are that host's
+//     commands, left running when it died: what it would have killed on
+//     release. Members this pid namespace cannot see (listed as 0, or not
+//     at all) are no proof: such a directory is left alone;
+//   - a directory named the old way (auditguard-<pid>-<seq>, no start time
+//     nor namespace) is removed only when empty and no process has that
+//     pid here; what is inside is never killed, as the pid may name a
+//     process of another pid namespace;
+//   - every other directory is left alone: this host's own, a live
+//     host's, one made in another pid namespace, one this host cannot
+//     judge, and any name that is not auditguard's.
 func cleanStale(s *cgSystem) {
+	self := cgSelf()
 	freezer := s.v1[ctlFreezer]
 	for _, parent := range []string{s.v2, s.v1[ctlPids], s.v1[ctlMemory], freezer} {
 		if parent == "" {
@@ -950,16 +994,20 @@ func cleanStale(s *cgSystem) {
 		}
 		dirs, _ := filepath.Glob(filepath.Join(parent, "auditguard-*"))
 		for _, d := range dirs {
-			pid, ok := cgOwner(filepath.Base(d))
-			if !ok || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			h, ok := cgOwner(filepath.Base(d))
+			if !ok {
 				continue
 			}
-			if rmCgroupTree(d) == nil {
-				continue // empty: a pooled cgroup, or a probe
+			v := judgeHost(h, self)
+			if v == cgKeep {
+				continue
 			}
-			if pids, err := cgMembers(d); err != nil || len(pids) == 0 {
+			if rmCgroupTree(d) == nil || v != cgDead {
+				continue // empty (a pooled cgroup, or a probe) and now gone; or old-style and busy
+			}
+			if pids, err := cgMembers(d); err != nil || len(pids) == 0 || slices.Contains(pids, 0) {
 				// Busy with processes this pid namespace cannot see:
-				// another host's, whatever its pid means here.
+				// not provably the dead host's.
 				continue
 			}
 			twin := ""
@@ -973,20 +1021,187 @@ func cleanStale(s *cgSystem) {
 	}
 }
 
-// cgOwner is the host pid in a directory name "auditguard-<pid>-<seq>" or
-// "auditguard-probe-<pid>".
-func cgOwner(name string) (int, bool) {
+// cgHost is the host that made a cgroup directory, as its name records
+// it: auditguard-<pid>-<start>-<pidns>-<seq>, or the old
+// auditguard-<pid>-<seq> (legacy: start and pidns unknown). A pid alone
+// does not name a host: once the host is gone its pid is handed to
+// another process, and a pid means something else in another pid
+// namespace. pid and start together name one process of the namespace
+// pidns for as long as the machine is up (cgroups do not outlive a boot).
+type cgHost struct {
+	pid    int
+	start  uint64 // clock ticks since boot (/proc/PID/stat field 22)
+	pidns  uint64 // inode of the pid namespace pid belongs to; 0: unknown
+	legacy bool
+}
+
+// cgSelfHost is this process as its cgroup names record it, with the
+// name prefix of its per-command directories.
+type cgSelfHost struct {
+	cgHost
+	prefix string // "auditguard-<pid>-<start>-<pidns>-"
+}
+
+func (h cgSelfHost) probeName() string {
+	return "auditguard-probe-" + strings.TrimSuffix(strings.TrimPrefix(h.prefix, "auditguard-"), "-")
+}
+
+// cgSelf is this process's identity, read once. When /proc does not show
+// this process's own pid namespace (or cannot be read), pidns is 0: its
+// directories are then never judged by another host, and it judges none
+// (a leak, never a wrong removal).
+var cgSelf = sync.OnceValue(func() cgSelfHost {
+	h := cgHost{pid: os.Getpid()}
+	start, _, err := procStart(h.pid)
+	if err == nil && procShowsOwnPidNS() {
+		h.start = start
+		h.pidns = nsInode("/proc/self/ns/pid")
+	}
+	return cgSelfHost{h, fmt.Sprintf("auditguard-%d-%d-%d-", h.pid, h.start, h.pidns)}
+})
+
+// procShowsOwnPidNS reports whether /proc is the proc of this process's
+// pid namespace, so that the pids it shows are the pids this process and
+// its peers use: /proc/self/status then lists one NSpid.
+func procShowsOwnPidNS() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if f, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			ids := strings.Fields(f)
+			return len(ids) == 1 && ids[0] == strconv.Itoa(os.Getpid())
+		}
+	}
+	// Kernels before 4.1 have no NSpid: trust /proc/self.
+	l, err := os.Readlink("/proc/self")
+	return err == nil && l == strconv.Itoa(os.Getpid())
+}
+
+// nsInode is the inode of a namespace file (/proc/PID/ns/...), 0 if it
+// cannot be read.
+func nsInode(path string) uint64 {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// procStart reads pid's start time (field 22 of /proc/PID/stat, clock
+// ticks since boot as this process's time namespace sees it) and whether
+// pid has exited (a zombie, or dead, runs nothing any more). The error
+// wraps fs.ErrNotExist when no process has that pid.
+func procStart(pid int) (start uint64, exited bool, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false, err
+	}
+	// "pid (comm) state ppid ...": comm may hold anything, ')' included.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, false, fmt.Errorf("/proc/%d/stat: %d fields after the command name", pid, len(f))
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64) // field 22; f[0] is field 3
+	if err != nil {
+		return 0, false, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return start, f[0] == "Z" || f[0] == "X", nil
+}
+
+// cgVerdict is what cleanStale may do with a directory of host h.
+type cgVerdict uint8
+
+const (
+	cgKeep       cgVerdict = iota // a live host's, this host's, or not judged: left alone
+	cgGoneLegacy                  // old-style name, no process has its pid: removed if empty
+	cgDead                        // the host is proven gone: its commands killed, then removed
+)
+
+// judgeHost says whether host h (not self) is gone:
+//
+//   - h was in another pid namespace than self (or either is unknown):
+//     its pid means nothing here, cgKeep;
+//   - no process has h.pid, or it has exited (a zombie cannot be a
+//     running host, and its pid is not reused before it is reaped): cgDead;
+//   - the process with h.pid started at h.start: it is h, cgKeep;
+//   - it started at another time: the pid was reused, h is gone, cgDead.
+//     Start times read in different time namespaces (with different
+//     boottime offsets) do not compare, so this is only concluded when
+//     that process shares self's time namespace: if it is h, h recorded its
+//     start time in that same namespace; if not, cgKeep.
+func judgeHost(h cgHost, self cgSelfHost) cgVerdict {
+	if h.legacy {
+		if h.pid != self.pid && unix.Kill(h.pid, 0) == unix.ESRCH {
+			return cgGoneLegacy
+		}
+		return cgKeep
+	}
+	if self.pidns == 0 || h.pidns != self.pidns || h == self.cgHost {
+		return cgKeep
+	}
+	start, exited, err := procStart(h.pid)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH):
+		return cgDead
+	case err != nil:
+		return cgKeep
+	case exited:
+		return cgDead
+	case start == h.start:
+		return cgKeep
+	}
+	pidTime, err1 := os.Readlink("/proc/" + strconv.Itoa(h.pid) + "/ns/time")
+	selfTime, err2 := os.Readlink("/proc/self/ns/time")
+	if pidTime != selfTime || (err1 == nil) != (err2 == nil) {
+		return cgKeep
+	}
+	return cgDead
+}
+
+// cgOwner reads the host from a directory name: auditguard-<pid>-<start>-
+// <pidns>-<seq> or auditguard-probe-<pid>-<start>-<pidns>, and the old
+// auditguard-<pid>-<seq> or auditguard-probe-<pid> (legacy). Anything else
+// is not auditguard's.
+func cgOwner(name string) (cgHost, bool) {
 	rest, ok := strings.CutPrefix(name, "auditguard-")
 	if !ok {
-		return 0, false
+		return cgHost{}, false
 	}
+	probe := false
 	if p, ok := strings.CutPrefix(rest, "probe-"); ok {
-		rest = p
-	} else if rest, _, ok = strings.Cut(rest, "-"); !ok {
-		return 0, false
+		rest, probe = p, true
 	}
-	pid, err := strconv.Atoi(rest)
-	return pid, err == nil && pid > 0
+	f := strings.Split(rest, "-")
+	n := make([]uint64, len(f))
+	for i, v := range f {
+		x, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return cgHost{}, false
+		}
+		n[i] = x
+	}
+	if probe {
+		n = append(n, 0) // no sequence number
+	}
+	var h cgHost
+	switch len(n) {
+	case 2:
+		h = cgHost{pid: int(min(n[0], 1<<31)), legacy: true}
+	case 4:
+		h = cgHost{pid: int(min(n[0], 1<<31)), start: n[1], pidns: n[2]}
+		if h.pidns == 0 {
+			return cgHost{}, false
+		}
+	default:
+		return cgHost{}, false
+	}
+	return h, h.pid > 0 && h.pid < 1<<31
 }
 
 // removeCgroupDir removes dir and any cgroups made inside it, killing its

@@ -412,9 +412,24 @@ func deadPid(t *testing.T) int {
 	return 0
 }
 
+// selfPidNS is this test's pid namespace as its cgroup names record it,
+// or a skip.
+func selfPidNS(t *testing.T) uint64 {
+	t.Helper()
+	ns := cgSelf().pidns
+	if ns == 0 {
+		t.Skip("/proc does not show this process's pid namespace: cgroup names carry none, and none is judged")
+	}
+	return ns
+}
+
+func staleName(pid int, start, pidns uint64) string {
+	return fmt.Sprintf("auditguard-%d-%d-%d-1", pid, start, pidns)
+}
+
 func TestCgroupStaleCleanup(t *testing.T) {
 	s := cgTestSystem(t)
-	name := fmt.Sprintf("auditguard-%d-1", deadPid(t))
+	name := staleName(deadPid(t), 1, selfPidNS(t))
 	var dirs []string
 	for _, parent := range []string{s.v2, s.v1[ctlPids], s.v1[ctlMemory], s.v1[ctlFreezer]} {
 		if parent == "" {
@@ -555,20 +570,40 @@ func TestCgroupStatusString(t *testing.T) {
 }
 
 func TestCgroupOwner(t *testing.T) {
-	for name, want := range map[string]int{
-		"auditguard-123-4":     123,
-		"auditguard-probe-77":  77,
-		"auditguard-x-1":       0,
-		"other-123-4":          0,
-		"auditguard-123":       0,
-		"auditguard-probe-":    0,
-		"auditguard--5":        0,
-		"auditguard-0-1":       0,
-		"auditguard-4194303-9": 4194303,
+	const ns = 4026531836
+	for name, want := range map[string]cgHost{ // zero: not auditguard's
+		"auditguard-123-4":     {pid: 123, legacy: true},
+		"auditguard-probe-77":  {pid: 77, legacy: true},
+		"auditguard-x-1":       {},
+		"other-123-4":          {},
+		"auditguard-123":       {},
+		"auditguard-probe-":    {},
+		"auditguard--5":        {},
+		"auditguard-0-1":       {},
+		"auditguard-4194303-9": {pid: 4194303, legacy: true},
+
+		"auditguard-123-456-4026531836-7":     {pid: 123, start: 456, pidns: ns},
+		"auditguard-probe-123-456-4026531836": {pid: 123, start: 456, pidns: ns},
+		"auditguard-123-0-4026531836-1":       {pid: 123, start: 0, pidns: ns},
+		"auditguard-123-456-0-7":              {}, // no namespace: never judged
+		"auditguard-123-456-4026531836":       {},
+		"auditguard-probe-123-456":            {},
+		"auditguard-probe-123-456-1-2":        {},
+		"auditguard-123-456-789-1-2":          {},
+		"auditguard-123--4026531836-7":        {},
+		"auditguard-123-+4-4026531836-7":      {},
+		"auditguard-9999999999-1":             {},
+		"auditguard-0-456-4026531836-7":       {},
 	} {
 		got, ok := cgOwner(name)
-		if (want != 0) != ok || got != want && ok {
-			t.Errorf("cgOwner(%q) = %d, %v; want %d", name, got, ok, want)
+		if ok != (want != cgHost{}) || ok && got != want {
+			t.Errorf("cgOwner(%q) = %+v, %v; want %+v", name, got, ok, want)
+		}
+	}
+	self := cgSelf()
+	for _, name := range []string{self.prefix + "12", self.probeName()} {
+		if got, ok := cgOwner(name); self.pidns != 0 && (!ok || got != self.cgHost) {
+			t.Errorf("cgOwner(%q) = %+v, %v; want this host %+v", name, got, ok, self.cgHost)
 		}
 	}
 }

@@ -39,3 +39,4 @@ func (g *cgroup) populated() bool             { return false }
 func (g *cgroup) killIfPopulated()            {}
 func (g *cgroup) drain()                      {}
 func (g *cgroup) remove()                     {}
+func shutdownCgroups()                        {}
