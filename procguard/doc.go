@@ -22,6 +22,36 @@
 // survive the call. Captured output is capped per stream and keeps
 // draining. Cmd.Confinement says exactly what was enforced.
 //
+// # Cgroups left behind
+//
+// A command's cgroup directories are removed when it is released, except
+// the few empty ones kept for reuse by the next commands; those are
+// removed once no command gave one back for 5 s, or by Shutdown, which a
+// host calls before it exits. Go runs no code at exit, and none when a
+// host is killed, so:
+//
+//   - a host that calls Shutdown after its commands are released leaves
+//     no cgroup directory;
+//   - one that exits without it, or is killed, leaves its directories, and
+//     the commands still running in them: the first command of a later
+//     host on the machine (the first cgroup it makes) removes them, and
+//     kills those commands first.
+//
+// Each directory is named auditguard-<pid>-<start>-<pidns>-<seq>: the
+// host's pid, its start time (/proc/PID/stat field 22) and the inode of
+// its pid namespace. A later host removes a directory only when it is
+// auditguard's and its host is proven gone: same pid namespace, and no
+// process has the pid, or it has exited, or it started at another time (a
+// reused pid, in the same time namespace). Only that host put processes
+// there, so what is inside is its commands. Not guaranteed: a directory
+// made in another pid namespace (another container) is never judged, so
+// it stays until a host of that namespace cleans it (or forever, if none
+// comes); one of a host that cannot read its own identity from /proc is
+// never judged either; one holding processes this pid namespace cannot
+// see is left alone; directories of older versions
+// (auditguard-<pid>-<seq>) are removed only when empty and their pid is
+// free, and what is inside them is never killed.
+//
 // For tests, WithDouble installs a Double on a guard: commands its scopes
 // allow are then played by the double (procguard/proctest.Fake) instead of
 // spawned, after the same decision.
