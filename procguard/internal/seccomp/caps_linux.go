@@ -32,15 +32,17 @@ func dropCapabilities() error {
 }
 
 // threadCaps raises and lowers CAP_SYS_PTRACE in the serving thread's
-// effective set: it is raised only to open the calling task's own /proc
-// entries (its memory, root, cwd and descriptors) and take its socket,
-// and lowered while the supervisor resolves names and acts, so a walk
-// through /proc/<pid>/ of another process is checked as the task's own
-// would be. It belongs to one thread.
+// effective set. It is raised to read the calling task's memory, open its
+// own /proc entries (root, cwd, descriptors) and take its socket, and
+// lowered while a walk goes through a proc file system (walker.slow), so
+// a name through /proc/<pid>/ of another process is checked as the
+// task's own would be; the capability decides nothing else a walk or an
+// act does. It belongs to one thread.
 type threadCaps struct {
 	hdr  unix.CapUserHeader
 	data [2]unix.CapUserData
 	ok   bool // CAP_SYS_PTRACE is permitted
+	on   bool // and effective
 }
 
 func (c *threadCaps) init() {
@@ -49,15 +51,16 @@ func (c *threadCaps) init() {
 		return
 	}
 	c.ok = c.data[0].Permitted&(1<<unix.CAP_SYS_PTRACE) != 0
-	c.set(false)
+	c.set(true)
 }
 
 // set raises (on) or lowers CAP_SYS_PTRACE; without it permitted it does
 // nothing.
 func (c *threadCaps) set(on bool) {
-	if c == nil || !c.ok {
+	if c == nil || !c.ok || c.on == on {
 		return
 	}
+	c.on = on
 	if on {
 		c.data[0].Effective |= 1 << unix.CAP_SYS_PTRACE
 	} else {

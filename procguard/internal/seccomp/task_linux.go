@@ -93,7 +93,5 @@ func (t *task) bytes(addr uint64, n int) ([]byte, unix.Errno) {
 // task's dumpable flag says.
 func (t *task) openProc(rel string, flags int) (int, error) {
 	t.caps.set(true)
-	fd, err := unix.Open(t.proc+rel, flags, 0)
-	t.caps.set(false)
-	return fd, err
+	return unix.Open(t.proc+rel, flags, 0)
 }

@@ -168,7 +168,6 @@ func (w *walker) socket(fd int32) (int, unix.Errno) {
 	}
 	w.t.caps.set(true)
 	got, err := unix.PidfdGetfd(w.pidfd, int(fd), 0)
-	w.t.caps.set(false)
 	switch {
 	case err == unix.EBADF:
 		return -1, unix.EBADF
@@ -465,6 +464,9 @@ func (w *walker) slow(start int, name string, follow bool, sc scope) (target, un
 	if errno != 0 {
 		return fail, errno
 	}
+	// The walk may go through /proc: it is checked with the task's
+	// rights from here (openProc raises the capability again).
+	w.t.caps.set(false)
 	// stack holds the directories walked, each an owned fd, the start
 	// (or the root after an absolute name) first; ".." pops.
 	var stack []int
