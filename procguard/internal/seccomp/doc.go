@@ -101,6 +101,6 @@
 //     before 5.8 the listener never reports that every task is gone, so
 //     only stop ends Serve. A task's filter chain holds one listener at
 //     most: Install fails with EBUSY under another user-notification
-//     filter. Serve needs ptrace read access to the tasks (/proc/<tid>/mem);
-//     without it every trapped call fails.
+//     filter. Serve needs ptrace access to the tasks (process_vm_readv(2),
+//     /proc/<tid>/); without it every trapped call fails.
 package seccomp

@@ -358,6 +358,28 @@ func TestServeCalls(t *testing.T) {
 				defer unix.Close(fd)
 				return unix.Connect(fd, &unix.SockaddrInet4{Port: tcpPort, Addr: [4]byte{127, 0, 0, 1}})
 			}},
+		{name: "connect with an empty address fails as the kernel fails it",
+			op: func(d string) error {
+				fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					return err
+				}
+				defer unix.Close(fd)
+				if _, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), 0, 0); e != 0 {
+					return e
+				}
+				return nil
+			},
+			err: unix.EINVAL},
+		{name: "connect on a descriptor that is not a socket is ENOTSOCK",
+			op: func(d string) error {
+				var sa [16]byte
+				if _, _, e := unix.Syscall(unix.SYS_CONNECT, 1, uintptr(unsafe.Pointer(&sa[0])), 16); e != 0 {
+					return e
+				}
+				return nil
+			},
+			err: unix.ENOTSOCK},
 	}
 	runCases(t, Filter{UnixConnect: true}, cases, func(name, d string) {
 		switch name {

@@ -11,43 +11,39 @@ import (
 )
 
 // task reads what one notification needs from the calling task: its
-// memory through /proc/<tid>/mem and its cwd, root and fds through the
+// memory with process_vm_readv(2) (as the kernel reads a name: a page the
+// task cannot read is EFAULT) and its cwd, root and fds through the
 // /proc links. Methods return the errno the call fails with when they
 // cannot answer (0 when they can). Nothing a task yields is trusted before
 // the notification id is checked valid again afterwards.
 type task struct {
 	proc string      // "/proc/<tid>/"
-	mem  int         // /proc/<tid>/mem, or -1 until first needed
+	tid  int
 	buf  []byte      // scratch of pathMax bytes for memory
 	caps *threadCaps // the serving thread's, raised to open the task's /proc entries
 }
 
 func (t *task) reset(tid uint32) {
 	t.proc = "/proc/" + strconv.FormatUint(uint64(tid), 10) + "/"
-	t.mem = -1
+	t.tid = int(tid)
 	if t.buf == nil {
 		t.buf = make([]byte, pathMax)
 	}
 }
 
-func (t *task) close() {
-	if t.mem >= 0 {
-		unix.Close(t.mem)
-		t.mem = -1
-	}
-}
+func (t *task) close() {}
 
-func (t *task) openMem() unix.Errno {
-	if t.mem >= 0 {
-		return 0
+// read reads len(p) bytes at addr, or fewer up to the first page the task
+// cannot read.
+func (t *task) read(p []byte, addr uint64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
 	}
-	fd, err := t.openProc("mem", unix.O_RDONLY|unix.O_CLOEXEC)
-	if err != nil {
-		// Gone (then nobody reads the reply), or no ptrace access.
-		return unix.EACCES
-	}
-	t.mem = fd
-	return 0
+	t.caps.set(true)
+	local := []unix.Iovec{{Base: &p[0]}}
+	local[0].SetLen(len(p))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(p)}}
+	return unix.ProcessVMReadv(t.tid, local, remote, 0)
 }
 
 // str reads the NUL-terminated string at addr, as the kernel's getname
@@ -55,15 +51,11 @@ func (t *task) openMem() unix.Errno {
 // at page ends, so a name that ends just before an unmapped page reads
 // fine; an unreadable byte before the NUL is EFAULT.
 func (t *task) str(addr uint64) (string, unix.Errno) {
-	if e := t.openMem(); e != 0 {
-		return "", e
-	}
 	page := uint64(os.Getpagesize())
 	got := 0
 	for got < pathMax {
 		n := min(int(page-addr%page), pathMax-got)
-		// An address past MaxInt64 turns negative: pread refuses it.
-		r, err := unix.Pread(t.mem, t.buf[got:got+n], int64(addr))
+		r, err := t.read(t.buf[got:got+n], addr)
 		if err != nil || r <= 0 {
 			return "", unix.EFAULT
 		}
@@ -78,10 +70,7 @@ func (t *task) str(addr uint64) (string, unix.Errno) {
 
 // bytes reads exactly n (at most pathMax) bytes at addr.
 func (t *task) bytes(addr uint64, n int) ([]byte, unix.Errno) {
-	if e := t.openMem(); e != 0 {
-		return nil, e
-	}
-	r, err := unix.Pread(t.mem, t.buf[:n], int64(addr))
+	r, err := t.read(t.buf[:n], addr)
 	if err != nil || r != n {
 		return nil, unix.EFAULT
 	}
