@@ -17,7 +17,7 @@ import (
 // cannot answer (0 when they can). Nothing a task yields is trusted before
 // the notification id is checked valid again afterwards.
 type task struct {
-	proc string      // "/proc/<tid>/"
+	proc string // "/proc/<tid>/"
 	tid  int
 	buf  []byte      // scratch of pathMax bytes for memory
 	caps *threadCaps // the serving thread's, raised to open the task's /proc entries
