@@ -71,7 +71,6 @@ func serveOn(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, 
 	s.confine = confine
 	s.caps.init()
 	s.t.caps = &s.caps
-	defer s.t.close()
 
 	// wake becomes readable when stop is closed, so one poll waits for
 	// both.
@@ -197,7 +196,6 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 	errno := s.t.decode(n, r)
 	r.id = id
 	defer r.close()
-	s.t.close()
 	// After the reads and the opens of the task's directories: if the
 	// notification is still pending, the task is the one that made the
 	// call and was stopped in it throughout, so what was read and opened

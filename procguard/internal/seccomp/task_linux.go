@@ -31,8 +31,6 @@ func (t *task) reset(tid uint32) {
 	}
 }
 
-func (t *task) close() {}
-
 // read reads len(p) bytes at addr, or fewer up to the first page the task
 // cannot read.
 func (t *task) read(p []byte, addr uint64) (int, error) {
