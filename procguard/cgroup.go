@@ -205,7 +205,9 @@ const noCgroupNote = "disabled by the policy (ExecSpec.NoCgroup)"
 // released (Wait, or the release of its scope), as no cgroup is pooled
 // after Shutdown. Commands may still be started after it; each then
 // makes and removes its own cgroup (a start costs the making of one).
-// Calling it more than once is harmless; outside Linux it does nothing.
+// When this host made cgroups, Shutdown also removes what dead hosts left
+// since its first command did, by the same rules. Calling it more than
+// once is harmless; outside Linux it does nothing.
 //
 // A host that is killed, or exits without calling Shutdown, or before its
 // commands are released, leaves directories behind: the first command

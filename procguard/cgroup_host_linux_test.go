@@ -34,9 +34,10 @@ func init() { cgroupHostMain = runCgroupHost }
 //
 //   - live: one cgroup pooled (empty), one with a sleep 30 in it; it then
 //     waits, at most 30 s, to be killed;
-//   - exit: one cgroup pooled after a command ran in it, one still held;
-//     Shutdown, then the held one released and one more made and released
-//     after it; returns (exit code 0 when each step did what it should);
+//   - exit: one cgroup pooled after a command ran in it, one still held,
+//     and a dead host's directory made by hand; Shutdown, then the held
+//     one released and one more made and released after it; returns (exit
+//     code 0 when each step did what it should);
 //   - noshutdown: one cgroup pooled, and returns without Shutdown.
 func runCgroupHost() int {
 	mode := os.Getenv(cgHostEnv)
@@ -127,9 +128,26 @@ func runCgroupHost() int {
 		if !exists(a) {
 			return fail("the empty cgroup was not pooled")
 		}
+		// A dead host's directory, left since this host's first command:
+		// Shutdown removes it too (when names carry a namespace).
+		stale := ""
+		if ns := cgSelf().pidns; ns != 0 {
+			for p := 1 << 22; p > 1<<16 && stale == ""; p-- {
+				if unix.Kill(p, 0) == unix.ESRCH {
+					stale = filepath.Join(cgParent, staleName(p, 1, ns))
+				}
+			}
+			if err := os.Mkdir(stale, 0o755); err != nil {
+				return fail("%v", err)
+			}
+			say("DIR %s", stale)
+		}
 		Shutdown()
 		if !gone(a) {
 			return fail("the pooled cgroup outlived Shutdown")
+		}
+		if stale != "" && cgExists(stale) {
+			return fail("Shutdown left a dead host's %s", stale)
 		}
 		b.remove() // released after Shutdown: removed, not pooled
 		if !gone(b) {
@@ -170,7 +188,9 @@ type cgHostRun struct {
 }
 
 // startCgroupHost starts a tiny host in mode and reads its report up to
-// READY (or its exit). It skips when the host can make no cgroup.
+// READY (or its exit). It skips when the host can make no cgroup. Every
+// directory the host reports is removed in the test's cleanup if still
+// there.
 func startCgroupHost(t *testing.T, mode string) *cgHostRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -211,6 +231,7 @@ func startCgroupHost(t *testing.T, mode string) *cgHostRun {
 			switch word {
 			case "DIR":
 				h.dirs = append(h.dirs, arg)
+				removeOnCleanup(t, cgSys, []string{arg})
 			case "CHILD":
 				h.child, _ = strconv.Atoi(arg)
 				killPidOnCleanup(t, h.child)
@@ -273,7 +294,6 @@ func TestCgroupKilledHost(t *testing.T) {
 	s := cgTestSystem(t)
 	selfPidNS(t)
 	h := startCgroupHost(t, "live")
-	removeOnCleanup(t, s, h.dirs)
 	if h.child == 0 {
 		t.Fatal("the host reported no child")
 	}
@@ -307,7 +327,6 @@ func TestCgroupHostExit(t *testing.T) {
 	s := cgTestSystem(t)
 	t.Run("Shutdown", func(t *testing.T) {
 		h := startCgroupHost(t, "exit")
-		removeOnCleanup(t, s, h.dirs)
 		if err := h.wait(t); err != nil {
 			t.Fatalf("host: %v; stderr %q", err, h.err.String())
 		}
@@ -317,7 +336,6 @@ func TestCgroupHostExit(t *testing.T) {
 	t.Run("no Shutdown", func(t *testing.T) {
 		selfPidNS(t)
 		h := startCgroupHost(t, "noshutdown")
-		removeOnCleanup(t, s, h.dirs)
 		if err := h.wait(t); err != nil {
 			t.Fatalf("host: %v; stderr %q", err, h.err.String())
 		}

@@ -89,6 +89,8 @@ var (
 	cgWhy    string
 	cgOffWhy CgroupReason
 	cgSeq    atomic.Uint64
+	// cgFound: findCgroupParent has run (cgSys is set).
+	cgFound atomic.Bool
 )
 
 // findCgroupParent discovers the cgroup layout, then removes what dead
@@ -114,6 +116,7 @@ func findCgroupParent() {
 		}
 	}
 	cleanStale(s)
+	cgFound.Store(true)
 }
 
 // cgMount is one mounted cgroup hierarchy.
@@ -944,11 +947,16 @@ func (p *cgroupPool) close() {
 	p.drain()
 }
 
-// shutdownCgroups is Shutdown's work: close the pool, and try once more to
-// remove what an earlier removal left.
+// shutdownCgroups is Shutdown's work: close the pool, try once more to
+// remove what an earlier removal left, and, when this host made cgroups,
+// remove what dead hosts left since (a host that runs for long only
+// cleaned up at its first command).
 func shutdownCgroups() {
 	cgPool.close()
 	retryLeftovers()
+	if cgFound.Load() {
+		cleanStale(cgSys)
+	}
 }
 
 // cgLeft are directories destroy could not remove.
@@ -1005,7 +1013,7 @@ func cleanStale(s *cgSystem) {
 			if rmCgroupTree(d) == nil || v != cgDead {
 				continue // empty (a pooled cgroup, or a probe) and now gone; or old-style and busy
 			}
-			if pids, err := cgMembers(d); err != nil || len(pids) == 0 || slices.Contains(pids, 0) {
+			if pids, err := cgMembers(d); err != nil || len(pids) == 0 || cgHidden(d) {
 				// Busy with processes this pid namespace cannot see:
 				// not provably the dead host's.
 				continue
@@ -1019,6 +1027,26 @@ func cleanStale(s *cgSystem) {
 			_ = removeCgroupDir(d, parent == s.v2, twin, 2*time.Second)
 		}
 	}
+}
+
+// cgHidden reports whether cgroup dir, or a cgroup inside it, holds a
+// process this pid namespace cannot see (cgroup.procs lists it as 0), or
+// cannot be read.
+func cgHidden(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil || slices.Contains(strings.Fields(string(b)), "0") {
+		return true
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() && cgHidden(filepath.Join(dir, e.Name())) {
+			return true
+		}
+	}
+	return false
 }
 
 // cgHost is the host that made a cgroup directory, as its name records
