@@ -34,8 +34,9 @@
 //     no cgroup directory;
 //   - one that exits without it, or is killed, leaves its directories, and
 //     the commands still running in them: the first command of a later
-//     host on the machine (the first cgroup it makes) removes them, and
-//     kills those commands first.
+//     host on the machine (the first cgroup it makes), or the Shutdown of
+//     a host that made cgroups, removes them, and kills those commands
+//     first.
 //
 // Each directory is named auditguard-<pid>-<start>-<pidns>-<seq>: the
 // host's pid, its start time (/proc/PID/stat field 22) and the inode of
