@@ -20,10 +20,14 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/auditguard/auditguard/procguard"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	procguard.Shutdown() // leave no cgroup of this process behind
+	os.Exit(code)
 }
 
 const usage = `usage:

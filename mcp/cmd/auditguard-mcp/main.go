@@ -34,12 +34,15 @@ import (
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/mcp/server"
 	"github.com/auditguard/auditguard/policy/policyfile"
+	"github.com/auditguard/auditguard/procguard"
 	"github.com/auditguard/auditguard/shellguard"
 	"github.com/auditguard/auditguard/toolset"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	code := run(os.Args[1:], os.Stderr)
+	procguard.Shutdown() // leave no cgroup of this process behind
+	os.Exit(code)
 }
 
 type config struct {
