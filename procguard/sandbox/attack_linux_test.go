@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -407,5 +408,34 @@ print("done=1")
 		if strings.HasPrefix(k, "init_") && v == "ok" {
 			t.Errorf("%s = ok: the task opened init's object through the supervisor", k)
 		}
+	}
+}
+
+// TestAbsoluteCredentialBoundReadOnly: an absolute credential path a
+// host lists inside a write root is bound read-only (the scan takes the
+// policy's credential entries as it takes its protected ones): with the
+// supervisor off, the mount alone refuses a write; the report names it.
+func TestAbsoluteCredentialBoundReadOnly(t *testing.T) {
+	dir := realDir(t)
+	cred := filepath.Join(dir, "deploy-token.dat") // no built-in pattern names it
+	if err := os.WriteFile(cred, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := shSpec(t, dir, `echo x >> deploy-token.dat; echo "append=$?"`)
+	spec.Files[0].Credentials = []string{cred}
+	spec.NoSeccomp = true // the mount alone must hold it
+	var stdout bytes.Buffer
+	l, _, err := run(t, spec, Stdio{Stdout: &stdout, Stderr: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "append=") || strings.Contains(stdout.String(), "append=0") {
+		t.Errorf("output %q: want the append refused", &stdout)
+	}
+	if b, _ := os.ReadFile(cred); string(b) != "{}" {
+		t.Errorf("the credential changed: %q", b)
+	}
+	if !slices.Contains(l.Report.ReadOnly, cred) {
+		t.Errorf("report read-only %v, want %s", l.Report.ReadOnly, cred)
 	}
 }

@@ -46,6 +46,13 @@ func scanRoots(st *initState) error {
 				st.toProtect = append(st.toProtect, e)
 			}
 		}
+		for _, e := range f.Credentials {
+			// An absolute credential path is bound read-only where the
+			// policy protects it (outside the dependency trees).
+			if filepath.IsAbs(e) && inWriteRoot(e) && st.denied(policy.OpWrite, e, policy.KindProtected) {
+				st.toProtect = append(st.toProtect, e)
+			}
+		}
 	}
 	for _, root := range st.roots(true) {
 		writable := inWriteRoot(root)
