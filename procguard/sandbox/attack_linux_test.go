@@ -417,11 +417,17 @@ print("done=1")
 // supervisor off, the mount alone refuses a write; the report names it.
 func TestAbsoluteCredentialBoundReadOnly(t *testing.T) {
 	dir := realDir(t)
-	cred := filepath.Join(dir, "deploy-token.dat") // no built-in pattern names it
+	// Below the scan's depth, and no built-in pattern names it: only the
+	// policy's own entry can make it bound.
+	deep := filepath.Join(dir, "a/b/c/d/e/f/g")
+	cred := filepath.Join(deep, "deploy-token.dat")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(cred, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec := shSpec(t, dir, `echo x >> deploy-token.dat; echo "append=$?"`)
+	spec := shSpec(t, dir, `echo x >> a/b/c/d/e/f/g/deploy-token.dat; echo "append=$?"`)
 	spec.Files[0].Credentials = []string{cred}
 	spec.NoSeccomp = true // the mount alone must hold it
 	var stdout bytes.Buffer
