@@ -195,7 +195,11 @@ func (s *server) open(r *request, tg *target) result {
 func (s *server) openEntry(r *request, tg *target, flags int, cloexec bool) result {
 	var fd int
 	var err error
-	creates := flags&(unix.O_CREAT|unix.O_TMPFILE) != 0
+	// The umask matters only where the open may create: O_TMPFILE, or
+	// O_CREAT of a name that does not exist (or O_EXCL, which fails
+	// otherwise). Reading it is most of a create's cost here.
+	creates := flags&unix.O_TMPFILE == unix.O_TMPFILE ||
+		flags&unix.O_CREAT != 0 && (tg.ino == 0 || flags&unix.O_EXCL != 0)
 	do := func() error {
 		if r.s.kind == kindOpenat2 {
 			how := unix.OpenHow{Flags: uint64(flags), Mode: r.mode}
@@ -216,7 +220,7 @@ func (s *server) openEntry(r *request, tg *target, flags int, cloexec bool) resu
 		var st unix.Stat_t
 		if unix.Fstat(fd, &st) != nil || st.Dev != tg.dev || st.Ino != tg.ino {
 			// Not the file decide judged: another was moved in since.
-			if !creates || flags&unix.O_EXCL == 0 {
+			if flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL {
 				unix.Close(fd)
 				return fail(unix.EAGAIN)
 			}

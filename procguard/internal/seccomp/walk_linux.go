@@ -55,6 +55,7 @@ type target struct {
 	mode     uint32 // S_IFMT of what the target names now (not followed), 0 if absent
 	dev, ino uint64 // its device and inode, when it exists
 	rdev     uint64 // the device it is, for a device file
+	known    bool   // mode, dev, ino and rdev are filled in
 }
 
 func (e *target) close() {
@@ -125,7 +126,7 @@ func (w *walker) close() {
 // withID fills in what the target names now: its type, device and inode
 // (the entry itself, not followed), when it exists.
 func (w *walker) withID(t target, e unix.Errno) (target, unix.Errno) {
-	if e != 0 {
+	if e != 0 || t.known {
 		return t, e
 	}
 	var st unix.Stat_t
@@ -212,15 +213,8 @@ func (w *walker) start(dirfd int32) (int, unix.Errno) {
 	case err != nil:
 		return -1, unix.EACCES
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, unix.EACCES
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		unix.Close(fd)
-		return -1, unix.ENOTDIR
-	}
+	// Not checked to be a directory here: the walk's first step fails
+	// with ENOTDIR on anything else, as the kernel's would.
 	return fd, 0
 }
 
@@ -437,12 +431,13 @@ func (w *walker) fast(start int, name string, follow bool, sc scope) (target, bo
 	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, last, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-		e.mode = st.Mode & unix.S_IFMT
+		e.mode, e.dev, e.ino, e.rdev = st.Mode&unix.S_IFMT, st.Dev, st.Ino, st.Rdev
 		if e.mode == unix.S_IFLNK && follow {
 			e.close()
 			return target{}, false
 		}
 	}
+	e.known = true
 	return e, true
 }
 
