@@ -3,6 +3,7 @@
 package seccomp
 
 import (
+	"net"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -72,4 +73,71 @@ func TestOpensUnderSignals(t *testing.T) {
 		t.Fatalf("wrote %d, judged %d, want %d each", wrote, rec.count(), files)
 	}
 	t.Logf("%d files written through the supervisor under %d signals", wrote, n)
+}
+
+// TestServeLeavesNoDescriptors runs every kind of act (creates, reads
+// through /proc aliases, renames, links, symlinks, unlinks, connects,
+// refusals) through Serve and checks that, once Serve returned, this
+// process holds exactly the descriptors it held before: the supervisor
+// closes every directory, object, socket copy and listener copy it took.
+func TestServeLeavesNoDescriptors(t *testing.T) {
+	dir := realTempDir(t)
+	ln, err := net.Listen("unix", dir+"/s.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	count := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := count()
+	rec := &recorder{}
+	stop := newStopper()
+	listener, done := filtered(t, Filter{Reads: true, UnixConnect: true}, func() {
+		for i := range 50 {
+			n := strconv.Itoa(i)
+			_ = create(dir + "/f" + n)
+			_ = openClose(unix.AT_FDCWD, "/proc/self/cwd/../"+n, unix.O_RDONLY)
+			_ = openClose(unix.AT_FDCWD, dir+"/f"+n, unix.O_RDONLY)
+			_ = unix.Rename(dir+"/f"+n, dir+"/g"+n)
+			_ = unix.Link(dir+"/g"+n, dir+"/h"+n)
+			_ = unix.Symlink("g"+n, dir+"/l"+n)
+			_ = unix.Unlink(dir + "/h" + n)
+			_ = create(dir + "/.bashrc") // refused
+			if fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
+				_ = unix.Connect(fd, &unix.SockaddrUnix{Name: dir + "/s.sock"})
+				unix.Close(fd)
+			}
+		}
+	})
+	wait := serve(t, listener, stop, rec.decide)
+	waitDone(t, done, stop)
+	if err := wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if rec.count() < 50*8 {
+		t.Fatalf("only %d calls judged", rec.count())
+	}
+	// Connects answer from threads of their own, which may still be
+	// closing their copies.
+	deadline := time.Now().Add(bound)
+	for count() != before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after := count(); after != before {
+		t.Fatalf("descriptors: %d before, %d after Serve", before, after)
+	}
 }
