@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/auditguard/auditguard/procguard"
 )
 
 // The server binary, built once per test run.
@@ -49,6 +51,7 @@ func serverBinary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	procguard.Shutdown() // the in-process servers' commands leave no cgroup
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
