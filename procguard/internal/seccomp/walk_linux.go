@@ -69,7 +69,7 @@ func (e *target) close() {
 	}
 }
 
-// fd and at are the (dirfd, name) pair that names the target in *at calls:
+// at is the (dirfd, name) pair that names the target in *at calls:
 // the held directory and the name, or the object with an empty name
 // (which needs AT_EMPTY_PATH).
 func (e *target) at() (int, string) {
