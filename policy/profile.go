@@ -100,6 +100,29 @@ type Profile struct {
 // ID is "name@version".
 func (p *Profile) ID() string { return p.Name + "@" + strconv.Itoa(p.Version) }
 
+// What the versions of a profile share.
+var (
+	gitPass = []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE"}
+	gitSet  = []string{"GIT_TERMINAL_PROMPT=0"}
+	goPass  = []string{"GOOS", "GOARCH", "GOAMD64", "GOARM", "CGO_ENABLED", "GOPROXY", "GOPRIVATE", "GONOPROXY",
+		"GONOSUMDB", "GOSUMDB", "GOWORK", "GOEXPERIMENT", "GODEBUG", "GOMAXPROCS", "GOGC", "GOTRACEBACK"}
+	goCache = [][2]string{{"GOCACHE", "go-build"}, {"GOMODCACHE", "go-mod"}, {"GOPATH", "go"}}
+	// GOENV=off: a go env file under HOME (inside a write root) could set
+	// GOFLAGS=-toolexec=...; GOTOOLCHAIN=local: no toolchain is
+	// downloaded and run because a go.mod asks for it.
+	goSet = []string{"GOTOOLCHAIN=local", "GOENV=off"}
+)
+
+// gitExecPath adds git's helper directory (git --exec-path).
+func gitExecPath(pc *profileContext, prog string) error {
+	out, err := pc.run(prog, "--exec-path")
+	if err != nil {
+		return err
+	}
+	pc.helperDir(out, "git --exec-path")
+	return nil
+}
+
 // profiles are the built-in toolchain profiles, newest version last for
 // each name. A new version is added, never an old one changed, so a policy
 // naming "go@1" keeps meaning the same.
@@ -108,28 +131,17 @@ var profiles = []*Profile{
 		Name: "git", Version: 1,
 		Doc:      "git and the helper commands under its exec path; commit identity variables",
 		Programs: []string{"git"},
-		Pass:     []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE"},
-		Set:      []string{"GIT_TERMINAL_PROMPT=0"},
-		probe: func(pc *profileContext, prog string) error {
-			out, err := pc.run(prog, "--exec-path")
-			if err != nil {
-				return err
-			}
-			pc.helperDir(out, "git --exec-path")
-			return nil
-		},
+		Pass:     gitPass,
+		Set:      gitSet,
+		probe:    gitExecPath,
 	},
 	{
 		Name: "go", Version: 1,
 		Doc:      "go and gofmt, the compiler, linker, vet and other tools under GOTOOLDIR; build caches in the cache directory; no toolchain downloads, no go env file",
 		Programs: []string{"go", "gofmt"},
-		Pass: []string{"GOOS", "GOARCH", "GOAMD64", "GOARM", "CGO_ENABLED", "GOPROXY", "GOPRIVATE", "GONOPROXY",
-			"GONOSUMDB", "GOSUMDB", "GOWORK", "GOEXPERIMENT", "GODEBUG", "GOMAXPROCS", "GOGC", "GOTRACEBACK"},
-		Cache: [][2]string{{"GOCACHE", "go-build"}, {"GOMODCACHE", "go-mod"}, {"GOPATH", "go"}},
-		// GOENV=off: a go env file under HOME (inside a write root) could
-		// set GOFLAGS=-toolexec=...; GOTOOLCHAIN=local: no toolchain is
-		// downloaded and run because a go.mod asks for it.
-		Set: []string{"GOTOOLCHAIN=local", "GOENV=off"},
+		Pass:     goPass,
+		Cache:    goCache,
+		Set:      goSet,
 		probe: func(pc *profileContext, prog string) error {
 			out, err := pc.run(prog, "env", "GOROOT", "GOTOOLDIR")
 			if err != nil {
@@ -151,14 +163,12 @@ var profiles = []*Profile{
 		Name: "git", Version: 2,
 		Doc:      "git and the helper commands under its exec path, and gettext and envsubst its shell helpers run; commit identity variables",
 		Programs: []string{"git"},
-		Pass:     []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE"},
-		Set:      []string{"GIT_TERMINAL_PROMPT=0"},
+		Pass:     gitPass,
+		Set:      gitSet,
 		probe: func(pc *profileContext, prog string) error {
-			out, err := pc.run(prog, "--exec-path")
-			if err != nil {
+			if err := gitExecPath(pc, prog); err != nil {
 				return err
 			}
-			pc.helperDir(out, "git --exec-path")
 			for _, name := range []string{"gettext", "envsubst"} {
 				pc.optional(name, "git-sh-i18n runs it")
 			}
@@ -174,10 +184,9 @@ var profiles = []*Profile{
 		Name: "go", Version: 2,
 		Doc:      "go and gofmt, the compiler, linker, vet and other tools under GOTOOLDIR, and the C toolchain cgo runs (go env CC, CXX, their cc1, as, ld); build caches in the cache directory; no toolchain downloads, no go env file",
 		Programs: []string{"go", "gofmt"},
-		Pass: []string{"GOOS", "GOARCH", "GOAMD64", "GOARM", "CGO_ENABLED", "GOPROXY", "GOPRIVATE", "GONOPROXY",
-			"GONOSUMDB", "GOSUMDB", "GOWORK", "GOEXPERIMENT", "GODEBUG", "GOMAXPROCS", "GOGC", "GOTRACEBACK"},
-		Cache: [][2]string{{"GOCACHE", "go-build"}, {"GOMODCACHE", "go-mod"}, {"GOPATH", "go"}},
-		Set:   []string{"GOTOOLCHAIN=local", "GOENV=off"},
+		Pass:     goPass,
+		Cache:    goCache,
+		Set:      goSet,
 		probe: func(pc *profileContext, prog string) error {
 			out, err := pc.run(prog, "env", "GOROOT", "GOTOOLDIR", "CGO_ENABLED", "CC", "CXX")
 			if err != nil {
