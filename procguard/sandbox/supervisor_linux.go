@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -150,26 +149,18 @@ func (st *initState) askHost(c *seccomp.Call, reason string) bool {
 
 // secrets are the read-denied files the sandbox knows by inode: those the
 // scan masked (whose other hard links no mask covers) and those the
-// supervisor refused to read.
-type secrets struct {
-	mu  sync.Mutex
-	ids map[[2]uint64]bool
-}
+// supervisor refused to read. The scan fills it before the supervisor
+// starts, and only the supervisor's goroutine touches it after: no lock.
+type secrets map[[2]uint64]bool
 
 func (st *initState) markSecret(dev, ino uint64) {
-	st.secrets.mu.Lock()
-	if st.secrets.ids == nil {
-		st.secrets.ids = map[[2]uint64]bool{}
+	if st.secrets == nil {
+		st.secrets = secrets{}
 	}
-	st.secrets.ids[[2]uint64{dev, ino}] = true
-	st.secrets.mu.Unlock()
+	st.secrets[[2]uint64{dev, ino}] = true
 }
 
-func (st *initState) secret(dev, ino uint64) bool {
-	st.secrets.mu.Lock()
-	defer st.secrets.mu.Unlock()
-	return st.secrets.ids[[2]uint64{dev, ino}]
-}
+func (st *initState) secret(dev, ino uint64) bool { return st.secrets[[2]uint64{dev, ino}] }
 
 // readRules are the directories (and files) the Landlock ruleset lets the
 // target read, or nil when it reads everywhere.

@@ -99,7 +99,7 @@ func (s *server) act(r *request) result {
 		default:
 			return fail(unix.EINVAL)
 		}
-		fd, err := s.reopen(tg, unix.O_WRONLY|unix.O_NONBLOCK, 0)
+		fd, err := s.reopen(tg, unix.O_WRONLY|unix.O_NONBLOCK)
 		if err != 0 {
 			return fail(err)
 		}
@@ -273,7 +273,7 @@ func (s *server) openTTY(r *request, flags int, cloexec bool) result {
 // /proc/self/fd/N, with flags that cannot create anything.
 func (s *server) openObject(tg *target, flags int, cloexec bool) result {
 	flags &^= unix.O_CREAT | unix.O_EXCL | unix.O_TMPFILE
-	fd, err := s.reopen(tg, flags, 0)
+	fd, err := s.reopen(tg, flags)
 	if err != 0 {
 		return fail(err)
 	}
@@ -281,12 +281,12 @@ func (s *server) openObject(tg *target, flags int, cloexec bool) result {
 }
 
 // reopen opens the target's file itself with flags.
-func (s *server) reopen(tg *target, flags int, mode uint32) (int, unix.Errno) {
+func (s *server) reopen(tg *target, flags int) (int, unix.Errno) {
 	p, e := tg.procPath()
 	if e != 0 {
 		return -1, e
 	}
-	fd, err := unix.Open(p, flags|unix.O_CLOEXEC, mode)
+	fd, err := unix.Open(p, flags|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, errnoOf(err)
 	}
@@ -309,17 +309,8 @@ func (s *server) withUmask(r *request, fn func() error) result {
 
 // taskUmask reads the task's umask from /proc/<tid>/status.
 func taskUmask(t *task) (int, unix.Errno) {
-	b, err := readSmall(t.proc + "status")
-	if err != nil {
-		return 0, unix.EACCES
-	}
-	_, after, ok := strings.Cut(string(b), "\nUmask:")
-	if !ok {
-		return 0, unix.EACCES
-	}
-	line, _, _ := strings.Cut(after, "\n")
-	n, err := strconv.ParseUint(strings.TrimSpace(line), 8, 32)
-	if err != nil {
+	n, e := statusField(t.proc, "Umask", 8)
+	if e != 0 {
 		return 0, unix.EACCES
 	}
 	return int(n), 0

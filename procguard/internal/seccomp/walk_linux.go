@@ -340,18 +340,11 @@ func (w *walker) guardProc(dir int) unix.Errno {
 	}
 	tgid := n
 	if n != supervisorPid {
-		b, err := readSmall("/proc/" + first + "/status")
-		if err != nil {
-			return unix.ENOENT
+		id, e := statusField("/proc/"+first+"/", "Tgid", 10)
+		if e != 0 {
+			return e
 		}
-		_, after, found := strings.Cut(string(b), "\nTgid:")
-		if !found {
-			return unix.EACCES
-		}
-		line, _, _ := strings.Cut(after, "\n")
-		if tgid, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
-			return unix.EACCES
-		}
+		tgid = int(id)
 	}
 	if tgid != supervisorPid {
 		return 0
@@ -667,20 +660,11 @@ func (w *walker) readlink(dir int, name string) (string, unix.Errno) {
 // task reads them: its thread group's id, or that and its own.
 func (w *walker) selfName(c string) (string, unix.Errno) {
 	if w.tgid == 0 {
-		b, err := readSmall(w.t.proc + "status")
-		if err != nil {
+		n, e := statusField(w.t.proc, "Tgid", 10)
+		if e != 0 {
 			return "", unix.EACCES
 		}
-		_, after, ok := strings.Cut(string(b), "\nTgid:")
-		if !ok {
-			return "", unix.EACCES
-		}
-		line, _, _ := strings.Cut(after, "\n")
-		n, err := strconv.Atoi(strings.TrimSpace(line))
-		if err != nil {
-			return "", unix.EACCES
-		}
-		w.tgid = n
+		w.tgid = int(n)
 	}
 	s := strconv.Itoa(w.tgid)
 	if c == "thread-self" {
@@ -724,6 +708,26 @@ func fileID(fd int) (fileKey, unix.Errno) {
 func sameDev(a, b int) bool {
 	var sa, sb unix.Stat_t
 	return unix.Fstat(a, &sa) == nil && unix.Fstat(b, &sb) == nil && sa.Dev == sb.Dev
+}
+
+// statusField reads the number of one "Key:\tvalue" line of the status
+// file in procDir ("/proc/<pid>/"), in base: ENOENT when the file cannot
+// be read (the process is gone), EACCES when the line is not there.
+func statusField(procDir, key string, base int) (uint64, unix.Errno) {
+	b, err := readSmall(procDir + "status")
+	if err != nil {
+		return 0, unix.ENOENT
+	}
+	_, after, ok := strings.Cut(string(b), "\n"+key+":")
+	if !ok {
+		return 0, unix.EACCES
+	}
+	line, _, _ := strings.Cut(after, "\n")
+	n, err := strconv.ParseUint(strings.TrimSpace(line), base, 32)
+	if err != nil {
+		return 0, unix.EACCES
+	}
+	return n, 0
 }
 
 // readSmall reads a small proc file.
