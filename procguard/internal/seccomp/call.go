@@ -24,6 +24,11 @@ type Filter struct {
 	// (inet, abstract or unnamed unix) are not judged, and the address
 	// connected to is the one read, whatever the task's memory says after.
 	UnixConnect bool
+	// Exec traps execve(2) and execveat(2): the program, its argv and
+	// environment are read once and judged (Call.Exec); an allowed exec
+	// goes on in the kernel (see Handler.BeforeExec for how the caller
+	// checks that what the kernel ran is what was judged).
+	Exec bool
 }
 
 // Path is one name a call acts on.
@@ -67,6 +72,77 @@ type Call struct {
 	Flags uint64
 	// Target is the link text of symlink and symlinkat (never resolved).
 	Target string
+	// Exec is set for execve and execveat (Op is OpExec, Paths[0] the
+	// program, every link followed).
+	Exec *Exec
+}
+
+// Exec is what an execve or execveat would run, read once from the task.
+type Exec struct {
+	// Filename is the name the kernel gives the program (and puts in a
+	// script interpreter's argv): the name passed, or /dev/fd/N[/name]
+	// for execveat from a descriptor.
+	Filename string
+	// Argv and Env are the arguments and environment passed.
+	Argv, Env []string
+	// Dir is the task's working directory.
+	Dir string
+	// Interp lists the "#!" interpreters the kernel runs, outermost
+	// last: Interp[0] runs the script Paths[0], Interp[1] runs Interp[0]
+	// when that is a script too. Each is resolved in the task's context.
+	Interp []Interp
+	// Loaded is the program the dynamic loader maps when the program run
+	// is the loader itself ("ld-linux-x86-64.so.2 PROG ARGS"), with the
+	// argv PROG sees; nil otherwise, or when no program is named.
+	Loaded *Loaded
+}
+
+// Interp is one "#!" interpreter: its line's name and optional argument,
+// and the file the name reaches.
+type Interp struct {
+	Name, Arg string
+	Path      Path
+}
+
+// Loaded is the program the dynamic loader runs as a program.
+type Loaded struct {
+	Path Path
+	Argv []string
+	// Options are the loader's options that load other code or change
+	// where libraries come from (--preload, --audit, --library-path,
+	// --inhibit-rpath, --glibc-hwcaps-prepend): the command line forms of
+	// LD_PRELOAD, LD_AUDIT and LD_LIBRARY_PATH.
+	Options []string
+}
+
+// Final is the file the kernel maps last: the outermost interpreter of a
+// script, else the program itself. It is what /proc/<pid>/exe names once
+// the exec is done.
+func (x *Exec) Final(program Path) Path {
+	if n := len(x.Interp); n > 0 {
+		return x.Interp[n-1].Path
+	}
+	return program
+}
+
+// KernelArgv is the argv the new program starts with: Argv, rewritten by
+// the kernel for each "#!" level (binfmt_script: the interpreter's name,
+// its optional argument, the script's name, then Argv[1:]).
+func (x *Exec) KernelArgv() []string {
+	argv := x.Argv
+	script := x.Filename
+	for _, in := range x.Interp {
+		next := []string{in.Name}
+		if in.Arg != "" {
+			next = append(next, in.Arg)
+		}
+		next = append(next, script)
+		if len(argv) > 1 {
+			next = append(next, argv[1:]...)
+		}
+		argv, script = next, in.Name
+	}
+	return argv
 }
 
 // String renders the call for logs and test failures.

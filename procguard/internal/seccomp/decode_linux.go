@@ -22,6 +22,7 @@ type request struct {
 	flags   uint64   // open flags (the open family), else the AT_*/RENAME_* flags
 	resolve uint64   // openat2's resolve flags
 	mode    uint64   // open_how.mode or the mode argument
+	names   []string // each name as the task passed it, one per Call.Paths entry
 	sock    []byte   // connect's address, as read
 	sockFd  int      // connect: this process's copy of the task's socket, or -1
 	id      uint64   // the notification's id
@@ -103,6 +104,9 @@ func (t *task) decode(n *notif, r *request) unix.Errno {
 		r.targets = append(r.targets, tg)
 		c.Paths = append(c.Paths, Path{Name: tg.path, Mode: tg.mode, Dev: tg.dev, Ino: tg.ino})
 	}
+	if s.kind == kindExec {
+		return t.exec(r, r.names[0])
+	}
 	return 0
 }
 
@@ -115,6 +119,7 @@ func (t *task) target(r *request, p pathArg, flags uint64, sc scope) (target, un
 	}
 	fail := target{dir: -1, obj: -1}
 	var name string
+	defer func() { r.names = append(r.names, name) }()
 	switch ptr := a[p.name]; {
 	case ptr == 0 && p.nullFd && dirfd != unix.AT_FDCWD:
 		return r.w.withID(r.w.self(dirfd))

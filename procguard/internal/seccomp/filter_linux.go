@@ -78,6 +78,10 @@ func (f Filter) program() ([]unix.SockFilter, error) {
 				if !f.UnixConnect {
 					continue
 				}
+			case trapExec:
+				if !f.Exec {
+					continue
+				}
 			case trapWrites:
 				if !f.Reads {
 					to = lFlags + label(e.call.flags)

@@ -36,6 +36,42 @@ func Serve(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno) er
 // made for the target is held to the target's network rules. Such a
 // thread serves one call and ends.
 func ServeConfined(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, confine func() error) error {
+	return ServeHandler(listener, stop, Handler{Decide: decide, Confine: confine})
+}
+
+// Handler is what ServeHandler asks and runs. Every func runs on the
+// serving thread (Confine on the threads that perform a call which may
+// wait), one at a time.
+type Handler struct {
+	// Decide returns 0 to let a call go on, or the errno to fail it with.
+	Decide func(*Call) unix.Errno
+	// Confine, when set, runs first on a thread that performs a call
+	// which may wait (see ServeConfined).
+	Confine func() error
+	// BeforeExec runs for an exec (Call.Exec set) Decide allowed, just
+	// before it goes on in the kernel; a non-zero errno fails it
+	// instead. The kernel reads the program's name, argv and envp from
+	// the task's memory again as it runs the exec, so what it runs may
+	// differ from what was judged if another thread or process writes
+	// that memory in between: a caller that must be sure arranges here
+	// to look at what really ran (the sandbox seizes the task with
+	// ptrace(2) and compares at its exec stop, on Events). Without it, an
+	// allowed exec goes on unchecked.
+	BeforeExec func(*Call) unix.Errno
+	// Events, when set, is polled with the listener: Handle runs on the
+	// serving thread whenever Fd is readable (it must make it not
+	// readable, as reading an eventfd does).
+	Events *Events
+}
+
+// Events is a descriptor the serving loop polls for its caller.
+type Events struct {
+	Fd     int
+	Handle func()
+}
+
+// ServeHandler is Serve with every hook of h.
+func ServeHandler(listener int, stop <-chan struct{}, h Handler) error {
 	// The serving thread is set apart (see dedicate): a goroutine locked
 	// to a thread that is not the main one, ended with it.
 	ch := make(chan error, 1)
@@ -48,18 +84,18 @@ func ServeConfined(listener int, stop <-chan struct{}, decide func(*Call) unix.E
 			go func() {
 				runtime.LockOSThread()
 				close(locked)
-				ch <- serveOn(listener, stop, decide, confine)
+				ch <- serveOn(listener, stop, h)
 			}()
 			<-locked
 			runtime.UnlockOSThread()
 			return
 		}
-		ch <- serveOn(listener, stop, decide, confine)
+		ch <- serveOn(listener, stop, h)
 	}()
 	return <-ch
 }
 
-func serveOn(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, confine func() error) error {
+func serveOn(listener int, stop <-chan struct{}, h Handler) error {
 	defer unix.Close(listener)
 	if err := dedicate(); err != nil {
 		return fmt.Errorf("seccomp: setting the serving thread apart: %w", err)
@@ -68,7 +104,8 @@ func serveOn(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, 
 	if err != nil {
 		return err
 	}
-	s.confine = confine
+	s.confine = h.Confine
+	s.beforeExec = h.BeforeExec
 	s.caps.init()
 	s.syncWakeUp()
 	s.t.caps = &s.caps
@@ -95,25 +132,33 @@ func serveOn(listener int, stop <-chan struct{}, decide func(*Call) unix.Errno, 
 	}()
 
 	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
+	if h.Events != nil {
+		fds = append(fds, unix.PollFd{Fd: int32(h.Events.Fd), Events: unix.POLLIN})
+	}
 	for {
 		select {
 		case <-stop:
 			return nil
 		default:
 		}
-		fds[0].Revents, fds[1].Revents = 0, 0
+		for i := range fds {
+			fds[i].Revents = 0
+		}
 		if _, err := unix.Poll(fds, -1); err != nil {
 			if err == unix.EINTR {
 				continue
 			}
 			return fmt.Errorf("seccomp: %w", os.NewSyscallError("poll", err))
 		}
+		if len(fds) > 2 && fds[2].Revents != 0 {
+			h.Events.Handle()
+		}
 		ev := fds[0].Revents
 		switch {
 		case fds[1].Revents != 0:
 			return nil
 		case ev&unix.POLLIN != 0:
-			if err := s.answer(decide); err != nil {
+			if err := s.answer(h.Decide); err != nil {
 				return err
 			}
 		case ev&unix.POLLHUP != 0:
@@ -133,6 +178,8 @@ type server struct {
 	t       task
 	req     request
 	confine func() error // run on a thread that performs a call which may wait
+	// beforeExec runs for an allowed exec before it goes on (Handler).
+	beforeExec func(*Call) unix.Errno
 	caps    threadCaps   // the serving thread's CAP_SYS_PTRACE
 }
 
@@ -222,6 +269,9 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 	}
 	if errno == 0 && len(r.call.Paths) > 0 {
 		errno = decide(r.call)
+	}
+	if errno == 0 && r.call.Exec != nil && s.beforeExec != nil {
+		errno = s.beforeExec(r.call)
 	}
 	if errno != 0 {
 		return s.send(id, fail(errno))

@@ -40,6 +40,9 @@ const (
 	trapConnect
 	// trapRefuse fails the call with EPERM in the kernel.
 	trapRefuse
+	// trapExec asks the supervisor with Filter.Exec, else the call is
+	// not listed.
+	trapExec
 )
 
 // kind says what Serve reads besides the names.
@@ -52,6 +55,7 @@ const (
 	kindCreat        // open with O_CREAT|O_WRONLY|O_TRUNC
 	kindSymlink      // argument 0 is the link text
 	kindConnect      // argument 1 is a sockaddr, argument 2 its length
+	kindExec         // the name's argument + 1 is argv, + 2 envp
 )
 
 // pathArg says where one name of a call is.
@@ -149,6 +153,13 @@ var (
 		{dir: 0, name: 1, follow: followUnlessNo, empty: true},
 	}}
 	sysConnect = sysc{"connect", trapConnect, policy.OpConnect, kindConnect, noFlags, nil}
+	// execve follows every link; execveat's AT_SYMLINK_NOFOLLOW makes a
+	// link in the last component fail (ELOOP), AT_EMPTY_PATH runs the
+	// descriptor itself.
+	sysExecve   = sysc{"execve", trapExec, policy.OpExec, kindExec, noFlags, one(cwd, 0, followAlways)}
+	sysExecveat = sysc{"execveat", trapExec, policy.OpExec, kindExec, 4, []pathArg{
+		{dir: 0, name: 1, follow: followUnlessNo, empty: true},
+	}}
 
 	sysIoUringSetup   = sysc{name: "io_uring_setup", trap: trapRefuse}
 	sysNameToHandleAt = sysc{name: "name_to_handle_at", trap: trapRefuse}
@@ -177,6 +188,8 @@ var commonCalls = []entry{
 	{unix.SYS_FCHMODAT, &sysFchmodat},
 	{unix.SYS_FCHMODAT2, &sysFchmodat2},
 	{unix.SYS_CONNECT, &sysConnect},
+	{unix.SYS_EXECVE, &sysExecve},
+	{unix.SYS_EXECVEAT, &sysExecveat},
 	{unix.SYS_IO_URING_SETUP, &sysIoUringSetup},
 	{unix.SYS_NAME_TO_HANDLE_AT, &sysNameToHandleAt},
 	{unix.SYS_OPEN_BY_HANDLE_AT, &sysOpenByHandleAt},

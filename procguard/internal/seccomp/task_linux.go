@@ -21,11 +21,17 @@ type task struct {
 	tid  int
 	buf  []byte      // scratch of pathMax bytes for memory
 	caps *threadCaps // the serving thread's, raised to open the task's /proc entries
+	// blk holds the block of memory an exec's argument strings were read
+	// from last (blkLen bytes at blkAddr), for the strings after it.
+	blk     []byte
+	blkAddr uint64
+	blkLen  int
 }
 
 func (t *task) reset(tid uint32) {
 	t.proc = "/proc/" + strconv.FormatUint(uint64(tid), 10) + "/"
 	t.tid = int(tid)
+	t.blkLen = 0
 	if t.buf == nil {
 		t.buf = make([]byte, pathMax)
 	}
