@@ -180,7 +180,7 @@ type server struct {
 	confine func() error // run on a thread that performs a call which may wait
 	// beforeExec runs for an allowed exec before it goes on (Handler).
 	beforeExec func(*Call) unix.Errno
-	caps    threadCaps   // the serving thread's CAP_SYS_PTRACE
+	caps       threadCaps // the serving thread's CAP_SYS_PTRACE
 }
 
 // kernelSizes asks the kernel once for its structure sizes.
