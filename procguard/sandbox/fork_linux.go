@@ -59,9 +59,9 @@ func (st *initState) forkTarget(ts *targetState) error {
 	st.report.Landlock = ts.report.Landlock
 	st.report.NoCapabilities = ts.report.NoCapabilities
 	if ts.listener >= 0 {
-		st.report.Seccomp = true
-		st.report.SeccompReads = ts.spec.SeccompReads
-		go st.serveSeccomp(ts.listener)
+		if err := st.startSupervisor(ts.listener); err != nil {
+			return &SetupError{Step: "supervisor", Err: err}
+		}
 	}
 	env := st.spec.Env
 	if env == nil {

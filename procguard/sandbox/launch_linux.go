@@ -65,6 +65,7 @@ type trampoline struct {
 	readers  sync.WaitGroup
 	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
 	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
+	judgeX   atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
 }
 
 // newTrampoline re-executes the host binary as a sandbox init. It returns
@@ -163,6 +164,12 @@ func (t *trampoline) readStatus() {
 		case "file":
 			t.answer(m.File)
 			continue
+		case "exec":
+			t.answerExec(m.Exec, true)
+			continue
+		case "exec-changed":
+			t.answerExec(m.Exec, false)
+			continue
 		}
 		if !saidReady && t.notReady == nil {
 			t.notReady = &m
@@ -187,6 +194,27 @@ func (t *trampoline) answer(fc *FileCall) {
 		allow = (*j)(fc) && fc.Reason == ""
 	}
 	b, err := json.Marshal(judgement{ID: fc.ID, Allow: allow})
+	if err != nil {
+		return
+	}
+	_, _ = t.ctl.Write(append(b, '\n'))
+}
+
+// answerExec asks the command's JudgeExec about a program a process of
+// the sandbox starts and, when reply is set, writes the judgement to
+// init. Without a JudgeExec the exec is refused.
+func (t *trampoline) answerExec(ec *ExecCall, reply bool) {
+	if ec == nil {
+		return
+	}
+	allow := false
+	if j := t.judgeX.Load(); j != nil {
+		allow = (*j)(ec) && ec.Reason == "" && !ec.Changed
+	}
+	if !reply {
+		return
+	}
+	b, err := json.Marshal(judgement{ID: ec.ID, Allow: allow})
 	if err != nil {
 		return
 	}
@@ -392,9 +420,13 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 	if spec.Judge != nil {
 		t.judge.Store(&spec.Judge)
 	}
+	if spec.JudgeExec != nil {
+		t.judgeX.Store(&spec.JudgeExec)
+	}
 	files, err := l.stdioFiles(stdio)
 	ws := wireSpec{Spec: *spec, ForceStage: forceStage}
-	ws.AskHost = spec.Judge != nil
+	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
+	ws.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
 	var fwdHost, fwdIn *os.File
 	if err == nil && len(spec.Net.Forward) > 0 && !spec.Net.Host {
 		if fwdHost, fwdIn, err = netfwd.Pair(); err == nil {

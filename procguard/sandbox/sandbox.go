@@ -70,6 +70,56 @@ type Spec struct {
 	// AskHost is set by Start when Judge is: init sends refusals to the
 	// host and waits for its answer.
 	AskHost bool `json:"ask_host,omitempty"`
+	// JudgeExec, when set, is asked in the host about every program a
+	// process of the sandbox starts (execve, execveat) after the target
+	// itself, with what really runs: it returns true to let it run. The
+	// process waits meanwhile, at most JudgeTimeout; past it, or when the
+	// answer is false, the exec fails with EACCES. It runs on the same
+	// goroutine as Judge, one call at a time. It is also told (Changed
+	// set, the answer unused) about an exec killed because the kernel
+	// ran something other than what was judged.
+	JudgeExec func(*ExecCall) bool `json:"-"`
+	// ExecJudged is set by Start when JudgeExec is: init traps execs and
+	// sends them to the host.
+	ExecJudged bool `json:"exec_judged,omitempty"`
+}
+
+// ExecCall is one program a process of the sandbox starts, as the host's
+// Spec.JudgeExec sees it: read once from the process when it called
+// execve or execveat, resolved in its context by the supervisor.
+type ExecCall struct {
+	ID uint64 `json:"id"`
+	// Pid is the starting process (its thread group) and PPid its parent,
+	// as the sandbox's pid namespace names them: the target is the root
+	// of the tree (Report.Pid).
+	Pid  int `json:"pid"`
+	PPid int `json:"ppid"`
+	// Program is the real path of what is judged: the file named, every
+	// link followed (a "#!" script itself, not its interpreter), or the
+	// program the dynamic loader maps when the loader is run as one.
+	Program string `json:"program"`
+	// Argv is the program's argv (for the loader's program, the argv it
+	// sees); Dir the process's working directory.
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir"`
+	// Interp lists the real paths of a script's "#!" interpreters.
+	Interp []string `json:"interp,omitempty"`
+	// Loader is the dynamic loader's path when it was run as a program
+	// (Program is then what it maps), and LoaderOptions its options that
+	// load other code (--preload, --audit, --library-path...).
+	Loader        string   `json:"loader,omitempty"`
+	LoaderOptions []string `json:"loader_options,omitempty"`
+	// Set lists the environment's entries ("NAME=VALUE") the command
+	// did not start with: what processes of the tree set or changed.
+	Set []string `json:"set,omitempty"`
+	// Reason is set when the sandbox refuses the exec whatever the host
+	// says (the loader asked to search for its program); such a refusal
+	// is reported, never overturned.
+	Reason string `json:"reason,omitempty"`
+	// Changed is set on a report that the process was killed at its exec
+	// stop: the kernel ran another program, argv or environment than the
+	// one judged (another thread or process rewrote them in between).
+	Changed bool `json:"changed,omitempty"`
 }
 
 // JudgeTimeout bounds how long a child's file call waits for Spec.Judge:
@@ -145,6 +195,11 @@ type Report struct {
 	// supervisor; SeccompReads when read-only opens are judged too.
 	Seccomp      bool `json:"seccomp"`
 	SeccompReads bool `json:"seccomp_reads,omitempty"`
+	// Exec is true when every program a process of the sandbox starts
+	// after the target is judged by the host when it starts
+	// (Spec.JudgeExec), and checked at its exec stop to be what was
+	// judged.
+	Exec bool `json:"exec,omitempty"`
 	// Landlock is the domain applied to the target.
 	Landlock landlock.Status `json:"landlock"`
 	// Rlimits lists the limits set before exec ("cpu=10").
@@ -181,6 +236,9 @@ func (r *Report) String() string {
 		b.WriteString(" seccomp=files")
 		if r.SeccompReads {
 			b.WriteString("+reads")
+		}
+		if r.Exec {
+			b.WriteString("+exec")
 		}
 	}
 	if n := len(r.Masked); n > 0 {
@@ -247,6 +305,9 @@ type message struct {
 	// File is a refused file call to judge ("file"); the host answers on
 	// the control socket with a judgement line.
 	File *FileCall `json:"file,omitempty"`
+	// Exec is a program to judge ("exec", answered like "file"), or one
+	// killed at its exec stop ("exec-changed", not answered).
+	Exec *ExecCall `json:"exec,omitempty"`
 }
 
 // judgement is the host's answer to a "file" message.

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bytes"
+	"runtime"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -16,6 +17,28 @@ import (
 	"github.com/auditguard/auditguard/procguard/landlock"
 )
 
+// startSupervisor starts serving the target's trapped calls on listener.
+func (st *initState) startSupervisor(listener int) error {
+	st.report.Seccomp = true
+	st.report.SeccompReads = st.needsReads()
+	if st.spec.ExecJudged {
+		x, err := newExecs(st.spec.Env)
+		if err != nil {
+			return err
+		}
+		st.execs = x
+		st.report.Exec = true
+		// The target's own exec is trapped too, while the thread that
+		// forks it holds a P in the vfork (a raw system call): init runs
+		// with one P, so the serving thread needs a second to answer.
+		if runtime.GOMAXPROCS(0) < 2 {
+			runtime.GOMAXPROCS(2)
+		}
+	}
+	go st.serveSeccomp(listener)
+	return nil
+}
+
 // serveSeccomp judges the target's file calls with the scope's policies
 // until every filtered task is gone, and performs the allowed ones itself
 // on the objects it judged (see package seccomp): what a call names is
@@ -26,14 +49,21 @@ import (
 // them) and read-denied files unreadable at any depth and by any name.
 func (st *initState) serveSeccomp(listener int) {
 	st.readRules = readRules(st.spec.Landlock)
-	confine := func() error {
-		if st.spec.Landlock == nil {
-			return nil
-		}
-		_, err := st.spec.Landlock.RestrictThread()
-		return err
+	h := seccomp.Handler{
+		Decide: st.decide,
+		Confine: func() error {
+			if st.spec.Landlock == nil {
+				return nil
+			}
+			_, err := st.spec.Landlock.RestrictThread()
+			return err
+		},
 	}
-	_ = seccomp.ServeConfined(listener, st.stop, st.decide, confine)
+	if st.execs != nil {
+		h.BeforeExec = st.beforeExec
+		h.Events = &seccomp.Events{Fd: st.execs.efd, Handle: st.handleTraceEvents}
+	}
+	_ = seccomp.ServeHandler(listener, st.stop, h)
 }
 
 // decide returns 0 to let the call go on, or the errno it fails with. The
@@ -49,6 +79,9 @@ func (st *initState) serveSeccomp(listener int) {
 // link must not be read-denied: that would give the file a name no rule
 // covers. A unix socket may be connected to only inside a write root.
 func (st *initState) decide(c *seccomp.Call) unix.Errno {
+	if c.Exec != nil {
+		return st.decideExec(c)
+	}
 	reason, denied := st.verdict(c)
 	if !denied {
 		return 0
@@ -98,16 +131,23 @@ func (st *initState) verdict(c *seccomp.Call) (reason string, denied bool) {
 }
 
 // askHost sends a refused call to the host (Spec.Judge) and waits, at most
-// JudgeTimeout, for its judgement: true overturns the refusal. A host
-// that does not answer in time, or an answer that cannot be read, leaves
-// it refused; a late answer is skipped when the next one is read.
+// JudgeTimeout, for its judgement: true overturns the refusal.
 func (st *initState) askHost(c *seccomp.Call, reason string) bool {
-	st.judged++
-	fc := &FileCall{ID: st.judged, Pid: c.Pid, Call: c.Name, Op: c.Op, Reason: reason}
+	fc := &FileCall{Pid: c.Pid, Call: c.Name, Op: c.Op, Reason: reason}
 	for _, p := range c.Paths {
 		fc.Paths = append(fc.Paths, p.Name)
 	}
-	st.send(message{Event: "file", File: fc})
+	return st.ask(message{Event: "file", File: fc}, &fc.ID)
+}
+
+// ask sends m to the host with a new judgement id (stored in *id first)
+// and waits, at most JudgeTimeout, for the host's judgement of it. A host
+// that does not answer in time, or an answer that cannot be read, is a
+// refusal; a late answer is skipped when the next one is read.
+func (st *initState) ask(m message, id *uint64) bool {
+	st.judged++
+	*id = st.judged
+	st.send(m)
 	deadline := time.Now().Add(JudgeTimeout)
 	buf := make([]byte, 512)
 	for {
@@ -118,7 +158,7 @@ func (st *initState) askHost(c *seccomp.Call, reason string) bool {
 			}
 			st.ctlBuf = rest
 			var j judgement
-			if json.Unmarshal(line, &j) == nil && j.ID == fc.ID {
+			if json.Unmarshal(line, &j) == nil && j.ID == *id {
 				st.ctlBuf = slices.Clip(st.ctlBuf)
 				return j.Allow
 			}

@@ -160,7 +160,7 @@ func installSeccomp(ts *targetState) error {
 	if ts.spec.NoSeccomp {
 		return nil
 	}
-	fd, err := seccomp.Install(seccomp.Filter{Reads: ts.spec.SeccompReads, UnixConnect: true})
+	fd, err := seccomp.Install(seccomp.Filter{Reads: ts.spec.SeccompReads, UnixConnect: true, Exec: ts.spec.ExecJudged})
 	if err != nil {
 		return err
 	}

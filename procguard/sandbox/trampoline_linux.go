@@ -79,6 +79,7 @@ type initState struct {
 	stageErr  *os.File         // the target stage's error pipe (EOF once it exec'd)
 	stageFD   *os.File         // init's end of the socket the stage sends its report on
 	listener  int              // seccomp listener, -1 without
+	execs     *execs           // exec calls, with Spec.ExecJudged (exec_linux.go)
 }
 
 // step is one named piece of set-up; its name reaches the host in a
@@ -491,9 +492,9 @@ func awaitStage(st *initState) error {
 		}
 	}
 	if st.listener >= 0 {
-		st.report.Seccomp = true
-		st.report.SeccompReads = st.needsReads()
-		go st.serveSeccomp(st.listener)
+		if err := st.startSupervisor(st.listener); err != nil {
+			return err
+		}
 	}
 	// EOF: the stage exec'd the target (its end is close-on-exec); a
 	// message: a step failed.
@@ -521,14 +522,19 @@ func (st *initState) reap() Exit {
 	}
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		// __WALL: every child and every process the supervisor traces
+		// (their ptrace stops are reported here, and handed to it).
+		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return Exit{}
 		}
-		if pid == st.targetPid {
+		if st.execs != nil {
+			st.execs.stopped(pid, ws)
+		}
+		if pid == st.targetPid && !ws.Stopped() {
 			return exitOf(ws)
 		}
 	}

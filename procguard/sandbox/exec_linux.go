@@ -1,0 +1,276 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/auditguard/auditguard/procguard/internal/seccomp"
+)
+
+// Every program a process of the sandbox starts after the target is
+// judged when it starts. The supervisor traps execve and execveat
+// (seccomp.Filter.Exec), reads the program, argv and environment once and
+// resolves the program in the caller's context, and the host judges it
+// (Spec.JudgeExec) with the command's policies and callbacks. An allowed
+// exec then goes on in the kernel, which reads the name, argv and
+// environment from the caller's memory again: another thread, a process
+// sharing the memory, or a writer of a shared mapping could change them
+// in between. So the supervisor seizes the caller with ptrace(2) just
+// before it lets the exec go on, and at the exec stop (the new program
+// loaded, none of its instructions run) compares what the kernel ran
+// with what was judged: the file mapped (/proc/<pid>/exe, by device and
+// inode), the argv and the environment as the kernel copied them
+// (/proc/<pid>/cmdline and environ). A difference kills the process
+// there; either way it is detached and runs on untraced. An exec that
+// fails leaves the caller traced until its next signal, when it is
+// detached with the signal passed on (or until it exits or execs again).
+//
+// The serving thread is the tracer (ptrace requests must come from the
+// thread that attached); the reaper, which waits for every process of
+// the namespace, hands it the stops it sees.
+
+// execs is the supervisor's state for exec calls. pending and first are
+// the serving thread's alone; mu guards what the reaper touches.
+type execs struct {
+	first   bool                 // the target's own exec was seen
+	judged  *ExecCall            // the exec decideExec allowed last, for beforeExec
+	pending map[int]*expectation // seized callers, by thread id
+	base    map[string]bool      // the command's own environment entries
+
+	efd    int // eventfd: the reaper wrote stops for the serving thread
+	mu     sync.Mutex
+	events []traceEvent
+	traced map[int]bool // pids the serving thread traces
+}
+
+// expectation is what a seized caller's exec must run.
+type expectation struct {
+	call     *ExecCall
+	dev, ino uint64 // the file the kernel maps last (/proc/<pid>/exe)
+	cmdline  []byte // the argv as the kernel lays it out
+	environ  []byte
+}
+
+type traceEvent struct {
+	pid    int
+	ws     unix.WaitStatus
+	exited bool
+}
+
+func newExecs(env []string) (*execs, error) {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	x := &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}, base: map[string]bool{}}
+	for _, kv := range env {
+		x.base[kv] = true
+	}
+	return x, nil
+}
+
+// decideExec judges an exec: the target's own first exec was judged by
+// the host before Start and goes on; any other is sent to the host.
+func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
+	x := st.execs
+	x.judged = nil
+	if !x.first {
+		x.first = true
+		return 0
+	}
+	ec := st.execCall(c)
+	if st.ctl != nil && st.ask(message{Event: "exec", Exec: ec}, &ec.ID) && ec.Reason == "" {
+		x.judged = ec
+		return 0
+	}
+	return unix.EACCES
+}
+
+// execCall is what the host judges of an exec.
+func (st *initState) execCall(c *seccomp.Call) *ExecCall {
+	x := c.Exec
+	ec := &ExecCall{Pid: c.Pid, Program: c.Paths[0].Name, Argv: x.Argv, Dir: x.Dir}
+	if tgid, ppid, ok := parents(c.Pid); ok {
+		ec.Pid, ec.PPid = tgid, ppid
+	}
+	for _, in := range x.Interp {
+		ec.Interp = append(ec.Interp, in.Path.Name)
+	}
+	if l := x.Loaded; l != nil {
+		ec.Loader = x.Final(c.Paths[0]).Name
+		ec.LoaderOptions = l.Options
+		ec.Argv = l.Argv
+		ec.Program = l.Path.Name
+		if ec.Program == "" {
+			ec.Reason = "the dynamic loader was asked to search the library directories for the program it runs"
+		}
+	}
+	for _, kv := range x.Env {
+		if !st.execs.base[kv] {
+			ec.Set = append(ec.Set, kv)
+		}
+	}
+	return ec
+}
+
+// parents reads a thread's thread group and parent process ids.
+func parents(tid int) (tgid, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0, 0, false
+	}
+	field := func(key string) int {
+		_, after, found := bytes.Cut(b, []byte("\n"+key+":"))
+		if !found {
+			return 0
+		}
+		line, _, _ := bytes.Cut(after, []byte("\n"))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(line)))
+		return n
+	}
+	return field("Tgid"), field("PPid"), true
+}
+
+// beforeExec seizes the caller of an allowed exec, so that its exec stop
+// shows what the kernel ran (see checkExec). The target's own first exec
+// runs init's code and is not seized (the rlimits may already trace it).
+// A caller another process traces cannot be checked: EPERM.
+func (st *initState) beforeExec(c *seccomp.Call) unix.Errno {
+	x := st.execs
+	if x.judged == nil {
+		return 0 // the target's own exec
+	}
+	exp := &expectation{call: x.judged}
+	x.judged = nil
+	final := c.Exec.Final(c.Paths[0])
+	exp.dev, exp.ino = final.Dev, final.Ino
+	exp.cmdline = nulJoin(c.Exec.KernelArgv())
+	exp.environ = nulJoin(c.Exec.Env)
+	x.mu.Lock()
+	ours := x.traced[c.Pid]
+	x.mu.Unlock()
+	if !ours {
+		_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(c.Pid), 0,
+			unix.PTRACE_O_TRACEEXEC|unix.PTRACE_O_EXITKILL, 0, 0)
+		if e != 0 {
+			return unix.EPERM
+		}
+		x.mu.Lock()
+		x.traced[c.Pid] = true
+		x.mu.Unlock()
+	}
+	x.pending[c.Pid] = exp
+	return 0
+}
+
+func nulJoin(ss []string) []byte {
+	n := 0
+	for _, s := range ss {
+		n += len(s) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, s := range ss {
+		b = append(b, s...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// stopped is called by the reaper for every wait status of a process it
+// did not start: ptrace stops of the callers the serving thread seized,
+// and exits. It hands the serving thread the ones it needs.
+func (x *execs) stopped(pid int, ws unix.WaitStatus) {
+	x.mu.Lock()
+	if !x.traced[pid] && !ws.Stopped() {
+		x.mu.Unlock()
+		return
+	}
+	x.events = append(x.events, traceEvent{pid: pid, ws: ws, exited: !ws.Stopped()})
+	x.mu.Unlock()
+	var one = [8]byte{1}
+	_, _ = unix.Write(x.efd, one[:])
+}
+
+// handle runs on the serving thread when the reaper handed it stops.
+func (st *initState) handleTraceEvents() {
+	x := st.execs
+	var buf [8]byte
+	_, _ = unix.Read(x.efd, buf[:])
+	x.mu.Lock()
+	evs := x.events
+	x.events = nil
+	x.mu.Unlock()
+	for _, ev := range evs {
+		if ev.exited {
+			x.untrace(ev.pid)
+			delete(x.pending, ev.pid)
+			continue
+		}
+		if ev.ws.StopSignal() == unix.SIGTRAP && ev.ws.TrapCause() == unix.PTRACE_EVENT_EXEC {
+			st.checkExec(ev.pid)
+			continue
+		}
+		// Any other stop: the exec failed and the caller went on, and a
+		// signal came (passed on as it is detached), or a group stop
+		// (PTRACE_EVENT_STOP: nothing to pass on).
+		sig := uintptr(ev.ws.StopSignal())
+		if ev.ws>>16 != 0 {
+			sig = 0
+		}
+		_, _, _ = unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(ev.pid), 0, sig, 0, 0)
+		x.untrace(ev.pid)
+		delete(x.pending, ev.pid)
+	}
+}
+
+func (x *execs) untrace(pid int) {
+	x.mu.Lock()
+	delete(x.traced, pid)
+	x.mu.Unlock()
+}
+
+// checkExec compares what the kernel ran at pid's exec stop with what was
+// judged, kills the process when they differ, and detaches it.
+func (st *initState) checkExec(pid int) {
+	x := st.execs
+	former := pid
+	if msg, err := unix.PtraceGetEventMsg(pid); err == nil && msg != 0 {
+		former = int(msg)
+	}
+	exp := x.pending[former]
+	delete(x.pending, former)
+	delete(x.pending, pid)
+	x.untrace(former)
+	x.untrace(pid)
+	if exp == nil || !ranAsJudged(pid, exp) {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		if exp != nil {
+			ec := *exp.call
+			ec.Changed = true
+			st.send(message{Event: "exec-changed", Exec: &ec})
+		}
+	}
+	_ = unix.PtraceDetach(pid)
+}
+
+// ranAsJudged reads what the kernel ran from the stopped process.
+func ranAsJudged(pid int, exp *expectation) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	var st unix.Stat_t
+	if unix.Stat(dir+"exe", &st) != nil || st.Dev != exp.dev || st.Ino != exp.ino {
+		return false
+	}
+	cmdline, err := os.ReadFile(dir + "cmdline")
+	if err != nil || !bytes.Equal(cmdline, exp.cmdline) {
+		return false
+	}
+	environ, err := os.ReadFile(dir + "environ")
+	return err == nil && bytes.Equal(environ, exp.environ)
+}
