@@ -466,6 +466,13 @@ func tokensMatch(pat, args []string, loose bool) bool {
 // judged command by command by ExecRequest. CheckExec makes no system call
 // and does not allocate.
 func (p *Policy) CheckExec(program string, argv []string) Decision {
+	return p.checkExec(program, argv, false)
+}
+
+// checkExec is CheckExec; judged leaves out the built-in denials of
+// options whose only risk is a program they start (startedByExec), for a
+// command whose every exec is judged when it happens.
+func (p *Policy) checkExec(program string, argv []string, judged bool) Decision {
 	if p == nil {
 		return denyNoPolicy
 	}
@@ -521,7 +528,7 @@ func (p *Policy) CheckExec(program string, argv []string) Decision {
 		}
 	}
 	if tool != nil && !p.exec.spec.NoBuiltinDeny {
-		if r := builtinDeny(tool, args, allow); r != nil {
+		if r := builtinDeny(tool, args, allow, judged); r != nil {
 			return Deny(TierHard, r, "")
 		}
 	}

@@ -302,7 +302,7 @@ func spells(o *ToolOption, w string) bool {
 // builtinDeny returns the built-in rule that denies args for tool t, nil
 // when none does. An option the allowing rule names in its Args (allow)
 // is let through for that rule.
-func builtinDeny(t *Tool, args []string, allow *execRule) *Rule {
+func builtinDeny(t *Tool, args []string, allow *execRule, judged bool) *Rule {
 	sc := newArgScan(t, args)
 	for {
 		it, ok := sc.next()
@@ -312,7 +312,7 @@ func builtinDeny(t *Tool, args []string, allow *execRule) *Rule {
 		var r *Rule
 		switch it.kind {
 		case itemOption, itemOperand:
-			if it.opt != nil && it.opt.rule != nil && !allowNames(allow, it.opt) {
+			if it.opt != nil && it.opt.rule != nil && !allowNames(allow, it.opt) && !(judged && it.opt.startsOnly) {
 				r = it.opt.rule
 				if it.opt.configKey {
 					// git -c KEY=VALUE: only keys that run programs or read
@@ -322,7 +322,7 @@ func builtinDeny(t *Tool, args []string, allow *execRule) *Rule {
 			}
 		case itemAmbiguous:
 			it.sec.anyCandidate(it.prefix, func(o *ToolOption) bool {
-				if o.rule != nil && !allowNames(allow, o) {
+				if o.rule != nil && !allowNames(allow, o) && !(judged && o.startsOnly) {
 					r = o.rule
 				}
 				return r != nil

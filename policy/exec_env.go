@@ -51,6 +51,14 @@ var envRisks = []EnvRisk{
 	{"KUBECONFIG", "kubectl docs"}, {"DOCKER_HOST", "docker(1)"}, {"DOCKER_CONFIG", "docker(1)"},
 }
 
+// IsLoaderVar reports whether the dynamic loader reads variable name to
+// load code into any program it starts (LD_PRELOAD, LD_AUDIT,
+// LD_LIBRARY_PATH and the rest of LD_*, ld.so(8)) or the C library does
+// (GCONV_PATH, iconv_open(3)): code that runs with no exec of its own.
+func IsLoaderVar(name string) bool {
+	return strings.HasPrefix(name, "LD_") || name == "GCONV_PATH"
+}
+
 // gitSafeVars are git variables that name an identity or tune output,
 // nothing git runs or reads code from (git(1)).
 var gitSafeVars = set("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",

@@ -14,6 +14,13 @@ type ExecRequest struct {
 	// Invalid, when set, says why the facade found the call malformed
 	// (a relative PATH entry in the command's Env...): denied, never rescued.
 	Invalid string
+	// ExecJudged says every program the command starts is judged when it
+	// starts (a sandbox traps exec, CheckStarted): what the plan cannot
+	// read ahead (an opaque script, a computed redirection target, the
+	// arguments xargs and find -exec add) is left to that judgement
+	// instead of refused, and options whose only risk is a program they
+	// start are not refused. What the plan can read is still judged now.
+	ExecJudged bool
 }
 
 var (
@@ -56,7 +63,7 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	}
 	for i := range r.Plan.Commands {
 		c := &r.Plan.Commands[i]
-		d := p.checkCommand(c)
+		d := p.checkCommand(c, r.ExecJudged)
 		if !d.Allowed && inner != "" {
 			d.Command = c
 		}
@@ -67,16 +74,18 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	}
 	for i := range r.Plan.Wrappers {
 		c := &r.Plan.Wrappers[i]
-		if d := p.CheckExec(c.Program, c.Argv); !d.Allowed && d.Tier >= TierHard {
+		if d := p.checkExec(c.Program, c.Argv, r.ExecJudged); !d.Allowed && d.Tier >= TierHard {
 			d.Command = c
 			worse(d, "in a shell or wrapper the call runs through")
 		}
 	}
-	if r.Plan.Opaque != "" && p.exec.hasDeny {
+	if r.Plan.Opaque != "" && p.exec.hasDeny && !r.ExecJudged {
 		// Like xargs: what cannot be read cannot be held to deny rules.
 		worse(Deny(TierHard, ruleOpaque, r.Plan.Opaque), "")
 	}
-	if r.Plan.OpaqueRedirect {
+	if r.Plan.OpaqueRedirect && !r.ExecJudged {
+		// Where exec is judged a sandbox holds the files too: the
+		// supervisor judges the redirection's open when the shell makes it.
 		worse(Deny(TierHard, ruleOpaqueRedirect, r.Plan.Opaque), "")
 	}
 	for _, name := range r.Plan.Assigns {
@@ -111,20 +120,42 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 		if len(r.Plan.Commands) == 0 {
 			return Allow(ruleBuiltins)
 		}
-		return p.checkCommand(&r.Plan.Commands[0])
+		return p.checkCommand(&r.Plan.Commands[0], r.ExecJudged)
 	}
 	return out
 }
 
-func (p *Policy) checkCommand(c *ExecCommand) Decision {
+// CheckStarted decides a program that a process inside a sandboxed
+// command starts, judged at its exec (the sandbox traps exec): the exec
+// rules and option tables on its real path and argv, as CheckExec, but
+// without refusing options whose only risk is a program they start
+// (git bisect run, find -exec: that program is judged when it starts);
+// and set, the loader variables the command's processes set or changed
+// (IsLoaderVar) or the loader options of a loader run as a program, which
+// make a program run code no exec shows: refused unless ExecSpec.Env
+// names them exactly. The working directory is not judged here: what the
+// program writes is judged call by call.
+func (p *Policy) CheckStarted(program string, argv []string, set []string) Decision {
+	if p == nil {
+		return denyNoPolicy
+	}
+	for _, name := range set {
+		if !p.envNamed(name, nil, true) {
+			return Deny(TierHard, ruleEnvInjection, "a process of the command set the loader variable "+name)
+		}
+	}
+	return p.checkExec(program, argv, true)
+}
+
+func (p *Policy) checkCommand(c *ExecCommand, judged bool) Decision {
 	if c.Program == "" {
 		if errors.Is(c.Err, ErrRelativeName) {
 			return Deny(TierInvalid, ruleExecInvalid, "relative program name")
 		}
 		return Deny(TierSoft, ruleExecNotFound, "")
 	}
-	d := p.CheckExec(c.Program, c.Argv)
-	if d.Allowed && c.OpenArgs {
+	d := p.checkExec(c.Program, c.Argv, judged)
+	if d.Allowed && c.OpenArgs && !judged {
 		if pr := p.exec.programs[c.Program]; pr != nil && pr.anyDeny {
 			return Deny(TierHard, ruleOpenArgs, "")
 		}

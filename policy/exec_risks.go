@@ -95,3 +95,23 @@ var optionRisks = []OptionRisk{
 	{"rsync", "", "--rsync-path", RiskRuns, "runs the given program on the remote side (and locally for local copies through a shell)", srcRsync},
 	{"rsync", "", "--config", RiskConfig, "reads a daemon configuration file", srcRsync},
 }
+
+// startedByExec are the options of optionRisks whose only risk is a
+// program they start as a process of its own (an exec): where a sandbox
+// judges every exec when it happens (ExecRequest.ExecJudged,
+// CheckStarted), that program is judged with its real arguments when it
+// starts, so the option itself is no longer refused. Options that load
+// code into the tool's own process (ssh -I), set options of any kind
+// (ssh -o, git -c) or read configuration (RiskConfig) stay refused.
+var startedByExec = map[[3]string]bool{
+	{"git", "bisect", "run"}: true, {"git", "submodule", "foreach"}: true,
+	{"git", "rebase", "--exec"}: true, {"git", "-", "difftool"}: true, {"git", "-", "mergetool"}: true,
+	{"git", "-", "filter-branch"}: true, {"git", "diff", "--ext-diff"}: true,
+	{"git", "grep", "--open-files-in-pager"}: true,
+	{"go", "", "-toolexec"}: true, {"go", "", "-exec"}: true, {"go", "", "-vettool"}: true,
+	{"tar", "", "--to-command"}: true, {"tar", "", "--checkpoint-action"}: true,
+	{"tar", "", "--use-compress-program"}: true, {"tar", "", "--info-script"}: true,
+	{"sort", "", "--compress-program"}: true,
+	{"rg", "", "--pre"}: true, {"rg", "", "--search-zip"}: true, {"rg", "", "--hostname-bin"}: true,
+	{"zip", "", "-TT"}: true,
+}

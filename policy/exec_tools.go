@@ -100,6 +100,10 @@ type ToolOption struct {
 	// configKey: the value is a git configuration key (git -c KEY=V),
 	// judged by gitConfigDeny instead of rule (exec_gitconfig.go).
 	configKey bool
+	// startsOnly: all the option risks is a program it starts with an
+	// exec (startedByExec), which is judged itself where exec is judged
+	// when it happens.
+	startsOnly bool
 }
 
 // Spelling returns the option's main spelling ("--upload-pack", "-c",
@@ -419,6 +423,7 @@ func applyRisk(r OptionRisk) error {
 		return fmt.Errorf("risk for %s %s %s: no such option in %s", r.Tool, r.Section, r.Option, t.File)
 	}
 	o.Risk, o.Why, o.Source = r.Risk, r.Why, r.Source
+	o.startsOnly = startedByExec[[3]string{r.Tool, r.Section, r.Option}]
 	if r.Risk.denies() {
 		pat := r.Tool
 		if r.Section != "" && r.Section != "-" {

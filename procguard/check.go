@@ -203,7 +203,8 @@ func (c *Cmd) prepareFor(dry bool) *prepared {
 	} else if errors.Is(v.err, policy.ErrProgramNotFound) || errors.Is(v.err, os.ErrNotExist) {
 		pr.missing = true
 	}
-	pr.req = policy.ExecRequest{Plan: policy.PlanExec(r, name, c.Args), Dir: dir, Cwd: cwd, Invalid: strings.Join(invalid, "; ")}
+	pr.req = policy.ExecRequest{Plan: policy.PlanExec(r, name, c.Args), Dir: dir, Cwd: cwd, Invalid: strings.Join(invalid, "; "),
+		ExecJudged: execJudgedPlanned(pr.pol)}
 	ev.Program = pr.program
 	ev.Resolved = pr.program
 	ev.Detail = "dir=" + dir

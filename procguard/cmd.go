@@ -79,6 +79,7 @@ type Cmd struct {
 	closeAfterStart, closeAfterWait []io.Closer
 
 	sup     *supervisor
+	tree    tree // what the command's tree ran (tree.go)
 	sandbox *sandbox.Launch
 	egress  *egress    // the sandbox's route out through the proxy, with net rules
 	double  *doubleRun // set when a test double plays the command (double.go)
@@ -110,6 +111,14 @@ type Confinement struct {
 	// EnvDropped lists variables of Cmd.Env, or host variables the policy
 	// names by a prefix, that were not passed on, by name.
 	EnvDropped []string
+	// ExecJudged is true when every program the command's processes
+	// start is judged when it starts (the sandbox traps exec and checks
+	// at the exec stop that what ran is what was judged; see Cmd.Tree):
+	// the static reading of the command line then refuses only what it
+	// can read. Where it is false (no sandbox, no seccomp, ptrace
+	// refused), the static reading is the only judgement of what a
+	// command starts, and it refuses what it cannot read ahead.
+	ExecJudged bool
 	// Creation, when set, lists protected names this command was let
 	// create because its tool writes them from its defaults (`git init`
 	// and .git/config under the git profile; policy.ToolCreation), and the

@@ -54,6 +54,9 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*os.P
 		}
 		c.Confinement.SandboxNote = why
 	}
+	if err := c.unjudged(pr, "no sandbox: "+c.Confinement.SandboxNote); err != nil {
+		return nil, err
+	}
 	if rs != nil {
 		st, err := landlock.StartReused(rs, x.Start)
 		c.Confinement.Landlock = st
@@ -80,7 +83,40 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*os.P
 func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string, rs *landlock.Ruleset) error {
 	spec := c.sandboxSpec(pr, env, rs, pr.pol.Exec().Limits)
 	stdio := sandbox.Stdio{Stdin: x.Stdin, Stdout: x.Stdout, Stderr: x.Stderr, ExtraFiles: x.ExtraFiles, WaitDelay: x.WaitDelay}
-	return c.startInSandbox(spec, stdio, cg)
+	if err := c.startInSandbox(spec, stdio, cg); err != nil {
+		return err
+	}
+	if !c.Confinement.ExecJudged {
+		if err := c.unjudged(pr, fmt.Sprint(c.Confinement.Sandbox.Notes)); err != nil {
+			_ = c.sandbox.Process.Kill()
+			_, _ = c.sandbox.Wait()
+			c.sandbox = nil
+			return err
+		}
+	}
+	c.tree.add(ProgramRun{Pid: c.Confinement.Sandbox.Pid, Program: pr.program, Argv: c.Args, Dir: pr.req.Dir,
+		Outcome: pr.res.Outcome, Rule: pr.res.Rule})
+	return nil
+}
+
+// unjudged is asked when the command is about to run where its execs are
+// not judged when they happen, although its decision counted on that
+// (ExecRequest.ExecJudged: what the static reading could not read was left
+// to that judgement). It decides again as where exec is not judged, and
+// returns the refusal, if any, for the caller to stop the command before
+// its first instruction.
+func (c *Cmd) unjudged(pr *prepared, why string) error {
+	if !pr.req.ExecJudged {
+		return nil
+	}
+	req := pr.req
+	req.ExecJudged = false
+	for _, p := range pr.pols {
+		if d := req.Decide(p); !d.Allowed {
+			return &exec.Error{Name: c.Args[0], Err: fmt.Errorf("procguard: the programs this command starts cannot be judged when they start here (%s), and without that it is refused: %v: %s", why, d.Rule, d.Detail)}
+		}
+	}
+	return nil
 }
 
 // sandboxSpec builds the sandbox's spec for c's program from the scope's
@@ -133,6 +169,11 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	if spec.Judge == nil && !spec.NoSeccomp {
 		spec.Judge = c.judgeFileCall
 	}
+	if spec.JudgeExec == nil && !spec.NoSeccomp {
+		if ok, _ := sandbox.ExecJudgeable(); ok {
+			spec.JudgeExec = c.judgeExec
+		}
+	}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {
 		c.egress.close()
@@ -142,6 +183,7 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	c.sandbox = l
 	c.Process = l.Process
 	c.Confinement.Sandbox = l.Report
+	c.Confinement.ExecJudged = l.Report.Exec
 	c.Confinement.Landlock = l.Report.Landlock
 	c.Confinement.Rlimits = l.Report.Rlimits
 	c.Confinement.LandlockNote = withoutProtectedNote(c.Confinement.LandlockNote)

@@ -274,3 +274,23 @@ func ranAsJudged(pid int, exp *expectation) bool {
 	environ, err := os.ReadFile(dir + "environ")
 	return err == nil && bytes.Equal(environ, exp.environ)
 }
+
+// ExecJudgeable reports whether a sandbox on this host can judge every
+// exec when it happens (Spec.JudgeExec), and why not: init must be able
+// to trace the processes of its sandbox, which Yama's ptrace_scope 3
+// forbids to everyone. (The sandbox itself, seccomp user notification and
+// a private /proc, is checked when it starts: Report.Exec.)
+func ExecJudgeable() (bool, string) {
+	execJudgeableOnce.Do(func() {
+		b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+		if err == nil && strings.TrimSpace(string(b)) == "3" {
+			execJudgeableWhy = "ptrace is disabled on this host (kernel.yama.ptrace_scope=3)"
+		}
+	})
+	return execJudgeableWhy == "", execJudgeableWhy
+}
+
+var (
+	execJudgeableOnce sync.Once
+	execJudgeableWhy  string
+)

@@ -29,3 +29,7 @@ func Prewarm(hostNet bool) error { return ErrUnavailable }
 
 // SetPrewarm does nothing outside Linux.
 func SetPrewarm(on bool) {}
+
+// ExecJudgeable reports false outside Linux: no exec is judged when it
+// happens.
+func ExecJudgeable() (bool, string) { return false, "Linux only" }
