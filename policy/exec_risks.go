@@ -108,10 +108,10 @@ var startedByExec = map[[3]string]bool{
 	{"git", "rebase", "--exec"}: true, {"git", "-", "difftool"}: true, {"git", "-", "mergetool"}: true,
 	{"git", "-", "filter-branch"}: true, {"git", "diff", "--ext-diff"}: true,
 	{"git", "grep", "--open-files-in-pager"}: true,
-	{"go", "", "-toolexec"}: true, {"go", "", "-exec"}: true, {"go", "", "-vettool"}: true,
+	{"go", "", "-toolexec"}:                  true, {"go", "", "-exec"}: true, {"go", "", "-vettool"}: true,
 	{"tar", "", "--to-command"}: true, {"tar", "", "--checkpoint-action"}: true,
 	{"tar", "", "--use-compress-program"}: true, {"tar", "", "--info-script"}: true,
 	{"sort", "", "--compress-program"}: true,
-	{"rg", "", "--pre"}: true, {"rg", "", "--search-zip"}: true, {"rg", "", "--hostname-bin"}: true,
+	{"rg", "", "--pre"}:                true, {"rg", "", "--search-zip"}: true, {"rg", "", "--hostname-bin"}: true,
 	{"zip", "", "-TT"}: true,
 }

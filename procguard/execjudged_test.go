@@ -2,6 +2,8 @@ package procguard_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // judgedTools allows the programs the scripts below start, and denies one
@@ -31,17 +34,43 @@ func judgedTools(bin string) policy.ExecSpec {
 		policy.ExecRule{Under: bin})}
 }
 
+// judgedEnv is sandboxEnv without pastArgv: the static reading of the
+// command line refuses what it refuses, so a test sees what exec-time
+// judgement lets through.
+func judgedEnv(t *testing.T, spec policy.Spec, opts ...audit.Option) *env {
+	t.Helper()
+	t.Setenv("HOME", t.TempDir())
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	spec.WriteRoots = append(spec.WriteRoots, dir)
+	spec.Exec.Timeout = 20 * time.Second
+	pol, err := policy.New(spec)
+	must(t, err)
+	rec := audit.NewRecorder()
+	g, err := audit.New(pol, append([]audit.Option{audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)}, opts...)...)
+	must(t, err)
+	ctx, release, err := g.Enter(context.Background())
+	must(t, err)
+	t.Cleanup(release)
+	e := &env{ctx: ctx, dir: dir, rec: rec, pol: pol}
+	needSandbox(t, e)
+	return e
+}
+
 // execJudged runs script in the sandbox through sh -c (or argv when
 // given) and returns its output, error and command.
 func execJudged(t *testing.T, e *env, argv ...string) (string, error, *procguard.Cmd) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
+	if ok, why := sandbox.ExecJudgeable(); !ok {
+		t.Skipf("execs are not judged here: %s", why)
+	}
 	c := procguard.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Dir = e.dir
 	out, err := c.CombinedOutput()
-	if !c.Confinement.ExecJudged {
-		t.Skipf("execs are not judged here: %s %v", c.Confinement.SandboxNote, c.Confinement.Sandbox)
+	if err == nil && !c.Confinement.ExecJudged {
+		t.Fatalf("%q ran where its execs were not judged: %s %v", argv, c.Confinement.SandboxNote, c.Confinement.Sandbox)
 	}
 	return string(out), err, c
 }
@@ -61,7 +90,7 @@ func TestScriptsJudgedAtExec(t *testing.T) {
 	}
 	bin, err := filepath.EvalSymlinks(t.TempDir())
 	must(t, err)
-	e := sandboxEnv(t, policy.Spec{Exec: judgedTools(bin)})
+	e := judgedEnv(t, policy.Spec{Exec: judgedTools(bin)})
 	must(t, os.WriteFile(filepath.Join(e.dir, "run.sh"), []byte("for f in *.txt; do n=$(wc -l < \"$f\"); echo \"$f $n\"; done\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(e.dir, "a.txt"), []byte("1\n2\n"), 0o644))
 	// A workspace script the policy allows (under bin), reached by a
@@ -149,7 +178,7 @@ func TestInnerExecDenied(t *testing.T) {
 			// rules (and their interpreters): a program Warn lets through
 			// must be executable to Landlock too.
 			spec.LandlockExecAny = true
-			e := sandboxEnv(t, policy.Spec{Exec: spec}, audit.WithMode(audit.Exec, mode))
+			e := judgedEnv(t, policy.Spec{Exec: spec}, audit.WithMode(audit.Exec, mode))
 			if out, err := exec.Command("git", "init", "-q", e.dir).CombinedOutput(); err != nil {
 				t.Fatalf("git init: %v %s", err, out)
 			}

@@ -94,7 +94,7 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 			return err
 		}
 	}
-	c.tree.add(ProgramRun{Pid: c.Confinement.Sandbox.Pid, Program: pr.program, Argv: c.Args, Dir: pr.req.Dir,
+	c.tree.root(ProgramRun{Pid: c.Confinement.Sandbox.Pid, Program: pr.program, Argv: c.Args, Dir: pr.req.Dir,
 		Outcome: pr.res.Outcome, Rule: pr.res.Rule})
 	return nil
 }

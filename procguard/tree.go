@@ -55,6 +55,14 @@ func (t *tree) add(r ProgramRun) {
 	t.mu.Unlock()
 }
 
+// root puts the command itself first: its processes' execs may be judged
+// before Start has its pid.
+func (t *tree) root(r ProgramRun) {
+	t.mu.Lock()
+	t.runs = append([]ProgramRun{r}, t.runs...)
+	t.mu.Unlock()
+}
+
 // Tree returns what the command's tree ran so far, in the order it was
 // judged: the command itself, then every program its processes started
 // (only where Confinement.ExecJudged; elsewhere just the command). It may

@@ -4,8 +4,8 @@ package sandbox
 
 import (
 	"bytes"
-	"runtime"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
