@@ -57,7 +57,7 @@ func ExampleCmd_Check() {
 	ctx, release, _ := g.Enter(context.Background())
 	defer release()
 
-	for _, script := range []string{"git status", "git status && git push", "git status $(id)"} {
+	for _, script := range []string{"git status", "git status && git push", "git status; id"} {
 		cmd := procguard.CommandContext(ctx, "bash", "-lc", script)
 		cmd.Dir = work
 		d := cmd.Check()
@@ -66,5 +66,5 @@ func ExampleCmd_Check() {
 	// Output:
 	// "git status"             allowed=true tier=none rule=exec rule "git status" (code)
 	// "git status && git push" allowed=false tier=hard rule=exec rule "deny git push" (team.toml:7)
-	// "git status $(id)"       allowed=false tier=hard rule=exec rule "scripts that cannot be read whole are refused where deny rules apply" (builtin)
+	// "git status; id"         allowed=false tier=soft rule=exec rule "programs need an exec rule" (builtin)
 }

@@ -85,6 +85,9 @@ func (c *Cmd) judgeExec(ec *sandbox.ExecCall) bool {
 	if len(ec.Interp) > 0 {
 		detail.WriteString("; run by " + strings.Join(ec.Interp, " <- "))
 	}
+	if ec.InterpreterOf != "" {
+		detail.WriteString("; the interpreter of " + ec.InterpreterOf)
+	}
 	if ec.Loader != "" {
 		detail.WriteString("; mapped by the loader " + ec.Loader)
 	}
@@ -113,6 +116,11 @@ var ruleSandboxExec = &policy.Rule{Kind: policy.KindExec, Source: "sandbox",
 	Pattern: "programs run as judged",
 	Hint:    "name the program the loader runs with a slash, and do not change a program's name, argv or environment while it starts"}
 
+// ruleScriptInterpreter allows the program a script's "#!/usr/bin/env
+// NAME" line names, run by env for a script that was allowed.
+var ruleScriptInterpreter = &policy.Rule{Kind: policy.KindExec, Source: "sandbox",
+	Pattern: "the \"#!/usr/bin/env NAME\" interpreter of an allowed script"}
+
 // loaderOptions are the dynamic loader's options and the variables they
 // stand for (ld.so(8)).
 var loaderOptions = map[string]string{
@@ -127,6 +135,13 @@ func (r childExecRequest) Decide(p *policy.Policy) policy.Decision {
 		return policy.Deny(policy.TierHard, ruleSandboxExec, "the program, argv or environment changed after it was judged")
 	case ec.Reason != "":
 		return policy.Deny(policy.TierHard, ruleSandboxExec, ec.Reason)
+	case ec.InterpreterOf != "":
+		// The script was allowed a moment ago; its interpreter runs it
+		// (deny rules on the interpreter still hold).
+		if d := p.CheckStarted(ec.Program, ec.Argv, nil); d.Allowed || d.Tier >= policy.TierHard {
+			return d
+		}
+		return policy.Allow(ruleScriptInterpreter)
 	}
 	var set []string
 	for _, kv := range ec.Set {

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type execs struct {
 	judged  *ExecCall            // the exec decideExec allowed last, for beforeExec
 	pending map[int]*expectation // seized callers, by thread id
 	base    map[string]bool      // the command's own environment entries
+	// envScripts: processes running env as a script's "#!/usr/bin/env
+	// NAME" interpreter, by thread group id: the script and NAME.
+	envScripts map[int][2]string
 
 	efd    int // eventfd: the reaper wrote stops for the serving thread
 	mu     sync.Mutex
@@ -69,7 +73,7 @@ func newExecs(env []string) (*execs, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	x := &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}, base: map[string]bool{}}
+	x := &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}, base: map[string]bool{}, envScripts: map[int][2]string{}}
 	for _, kv := range env {
 		x.base[kv] = true
 	}
@@ -83,11 +87,23 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 	x.judged = nil
 	if !x.first {
 		x.first = true
+		if name := envInterpreter(c.Exec); name != "" {
+			x.envScripts[c.Pid] = [2]string{c.Paths[0].Name, name}
+		}
 		return 0
 	}
 	ec := st.execCall(c)
+	if g, ok := x.envScripts[ec.Pid]; ok {
+		delete(x.envScripts, ec.Pid)
+		if len(ec.Argv) > 0 && ec.Argv[0] == g[1] {
+			ec.InterpreterOf = g[0]
+		}
+	}
 	if st.ctl != nil && st.ask(message{Event: "exec", Exec: ec}, &ec.ID) && ec.Reason == "" {
 		x.judged = ec
+		if name := envInterpreter(c.Exec); name != "" {
+			x.envScripts[ec.Pid] = [2]string{ec.Program, name}
+		}
 		return 0
 	}
 	return unix.EACCES
@@ -118,6 +134,23 @@ func (st *initState) execCall(c *seccomp.Call) *ExecCall {
 		}
 	}
 	return ec
+}
+
+// envInterpreter is NAME when the kernel runs a script through
+// "#!/usr/bin/env NAME" (env's options and NAME=VALUE words skipped), else
+// "".
+func envInterpreter(x *seccomp.Exec) string {
+	n := len(x.Interp)
+	if n == 0 || path.Base(x.Interp[n-1].Path.Name) != "env" {
+		return ""
+	}
+	for _, w := range strings.Fields(x.Interp[n-1].Arg) {
+		if strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
+			continue
+		}
+		return w
+	}
+	return ""
 }
 
 // parents reads a thread's thread group and parent process ids.

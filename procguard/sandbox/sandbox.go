@@ -112,6 +112,12 @@ type ExecCall struct {
 	// Set lists the environment's entries ("NAME=VALUE") the command
 	// did not start with: what processes of the tree set or changed.
 	Set []string `json:"set,omitempty"`
+	// InterpreterOf is set when this exec carries out the
+	// "#!/usr/bin/env NAME" line of a script that was judged and allowed
+	// just before (the script's path): env, run by the kernel as the
+	// script's interpreter, now starts NAME, as Landlock's plan of the
+	// script's interpreters foresees.
+	InterpreterOf string `json:"interpreter_of,omitempty"`
 	// Reason is set when the sandbox refuses the exec whatever the host
 	// says (the loader asked to search for its program); such a refusal
 	// is reported, never overturned.
