@@ -245,3 +245,46 @@ func TestAttackExecRace(t *testing.T) {
 		}
 	}
 }
+
+// TestMemfdNoExec: a memfd asked for as executable cannot be made in the
+// sandbox, and a plain one cannot be run, by execveat or through
+// /proc/self/fd, even with exec judgement off.
+func TestMemfdNoExec(t *testing.T) {
+	py, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	const prog = `
+import os, errno
+try:
+    os.memfd_create("x", 0x10)  # MFD_EXEC
+    print("mfd_exec=ok")
+except OSError as e:
+    print("mfd_exec=" + errno.errorcode[e.errno])
+fd = os.memfd_create("y", 0)
+os.write(fd, open("/bin/true", "rb").read())
+print("plain=made")
+for name, run in (("fexecve", lambda: os.execve(fd, ["t"], {})), ("procfd", lambda: os.execv("/proc/self/fd/%d" % fd, ["t"]))):
+    try:
+        run()
+    except OSError as e:
+        print(name + "=" + errno.errorcode[e.errno])
+print("done=1")
+`
+	dir := realDir(t)
+	spec := &Spec{Path: py, Args: []string{"python3", "-c", prog}, Dir: dir, Files: []policy.Spec{{WriteRoots: []string{dir}}}}
+	var stdout, stderr bytes.Buffer
+	l, state, err := run(t, spec, Stdio{Stdout: &stdout, Stderr: &stderr})
+	if err != nil || !state.Success() {
+		t.Fatalf("%v %v\n%s\n%s", err, state, &stdout, &stderr)
+	}
+	if !l.Report.MemfdNoExec {
+		t.Skipf("vm.memfd_noexec is not set here: %v", l.Report.Notes)
+	}
+	out := stdout.String()
+	for _, want := range []string{"mfd_exec=EACCES", "plain=made", "fexecve=EACCES", "procfd=EACCES", "done=1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s\n%s", want, out, &stderr)
+		}
+	}
+}

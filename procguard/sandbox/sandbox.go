@@ -201,6 +201,9 @@ type Report struct {
 	// supervisor; SeccompReads when read-only opens are judged too.
 	Seccomp      bool `json:"seccomp"`
 	SeccompReads bool `json:"seccomp_reads,omitempty"`
+	// MemfdNoExec is true when no memfd of the sandbox can be executed
+	// (vm.memfd_noexec=2 in its pid namespace).
+	MemfdNoExec bool `json:"memfd_noexec,omitempty"`
 	// Exec is true when every program a process of the sandbox starts
 	// after the target is judged by the host when it starts
 	// (Spec.JudgeExec), and checked at its exec stop to be what was
