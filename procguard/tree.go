@@ -2,6 +2,7 @@ package procguard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -51,8 +52,14 @@ type tree struct {
 
 func (t *tree) add(r ProgramRun) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := len(t.runs); n > 0 {
+		last := &t.runs[n-1]
+		if last.Pid == r.Pid && last.Program == r.Program && last.Outcome == r.Outcome && !r.Killed && slices.Equal(last.Argv, r.Argv) {
+			return // a shell trying the next PATH entry after a refusal: one run
+		}
+	}
 	t.runs = append(t.runs, r)
-	t.mu.Unlock()
 }
 
 // root puts the command itself first: its processes' execs may be judged

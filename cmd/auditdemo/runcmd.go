@@ -94,9 +94,37 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	printRecords(stderr, rec.Records())
 	if cmd.Process != nil {
 		fmt.Fprintf(stderr, "exit status: %d\n", status)
+		printTree(stderr, cmd.Tree())
 		printConfinement(stderr, cmd.Confinement)
 	}
 	return status
+}
+
+// printTree prints what the command's tree ran, each program under the
+// process that started it.
+func printTree(w io.Writer, runs []procguard.ProgramRun) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "what ran:")
+	depth := map[int]int{}
+	for i, r := range runs {
+		d := 0
+		if i > 0 {
+			d = depth[r.PPid] + 1
+			if _, ok := depth[r.PPid]; !ok {
+				d = 1
+			}
+		}
+		if _, ok := depth[r.Pid]; !ok {
+			depth[r.Pid] = d // a process that execs again keeps its place
+		}
+		outcome := r.Outcome.String()
+		if r.Killed {
+			outcome = "killed (changed after it was judged)"
+		}
+		fmt.Fprintf(w, "  %s[%d] %s  %s  %s\n", strings.Repeat("  ", d), r.Pid, r.Program, strings.Join(r.Argv, " "), outcome)
+	}
 }
 
 // printRecords prints the decision records of a run.
@@ -151,6 +179,9 @@ func printConfinement(w io.Writer, c procguard.Confinement) {
 			}
 		}
 		fmt.Fprintf(w, "  file calls     %s\n", files)
+		if sb.Exec {
+			fmt.Fprintf(w, "  programs       every program the command's processes start judged when it starts, with its real argv, and checked at its exec to be what was judged (see what ran)\n")
+		}
 		fmt.Fprintf(w, "  masked         %d read-denied paths; %d protected paths read-only\n", len(sb.Masked), len(sb.ReadOnly))
 		if sb.RootReadOnly {
 			fmt.Fprintf(w, "  root           read-only outside the write roots (content, mode, owner, times, xattrs)\n")

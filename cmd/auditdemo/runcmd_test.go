@@ -120,3 +120,30 @@ func readJSONLines(t *testing.T, path string) []map[string]any {
 	}
 	return out
 }
+
+// TestRunPrintsTree: run prints what the command's processes started,
+// each under its parent, as judged when it started.
+func TestRunPrintsTree(t *testing.T) {
+	work, _ := agentHome(t)
+	t.Chdir(work)
+	pol := filepath.Join(t.TempDir(), "tree.toml")
+	if err := os.WriteFile(pol, []byte("[fs]\nwrite_roots = [\""+work+"\"]\n[[exec.allow]]\nprogram = \"sh\"\n[[exec.allow]]\nprogram = \"ls\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "run", "--policy", pol, "--", "sh", "-c", `d=.; ls -d "$d"; ls -d "$d"`)
+	if r.code != 0 {
+		t.Fatalf("run: %v", r)
+	}
+	if !strings.Contains(r.stderr, "programs       every program") {
+		t.Skipf("execs are not judged here:\n%s", r.stderr)
+	}
+	_, tree, ok := strings.Cut(r.stderr, "what ran:\n")
+	if !ok {
+		t.Fatalf("no tree:\n%s", r.stderr)
+	}
+	lines := strings.Split(tree, "\n")
+	if len(lines) < 3 || !strings.Contains(lines[0], "sh -c") || !strings.HasPrefix(lines[1], "    [") ||
+		!strings.Contains(lines[1], "ls -d .  allowed") || !strings.Contains(lines[2], "ls -d .  allowed") {
+		t.Errorf("tree:\n%s", tree)
+	}
+}
