@@ -15,12 +15,20 @@ type ExecRequest struct {
 	// (a relative PATH entry in the command's Env...): denied, never rescued.
 	Invalid string
 	// ExecJudged says every program the command starts is judged when it
-	// starts (a sandbox traps exec, CheckStarted): what the plan cannot
+	// starts (a sandbox traps exec, see Started): what the plan cannot
 	// read ahead (an opaque script, a computed redirection target, the
 	// arguments xargs and find -exec add) is left to that judgement
 	// instead of refused, and options whose only risk is a program they
 	// start are not refused. What the plan can read is still judged now.
 	ExecJudged bool
+	// Started says the request is a program a process inside a sandboxed
+	// command started, judged at its exec (ExecJudged holds too): its
+	// working directory is not judged (what it writes is judged call by
+	// call, and toolchains run helpers in directories outside the write
+	// roots: go build compiles the standard library in GOROOT), Dir and
+	// Cwd may be empty, and Assigns are the loader variables and options
+	// the command's processes set (IsLoaderVar).
+	Started bool
 }
 
 var (
@@ -44,6 +52,7 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	if r.Invalid != "" {
 		return Deny(TierInvalid, ruleExecInvalid, r.Invalid)
 	}
+	judged := r.ExecJudged || r.Started
 	if len(r.Plan.Commands) == 0 && !r.Plan.Builtins {
 		return Deny(TierInvalid, ruleExecInvalid, "nothing to run")
 	}
@@ -63,7 +72,7 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	}
 	for i := range r.Plan.Commands {
 		c := &r.Plan.Commands[i]
-		d := p.checkCommand(c, r.ExecJudged)
+		d := p.checkCommand(c, judged)
 		if !d.Allowed && inner != "" {
 			d.Command = c
 		}
@@ -74,22 +83,25 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 	}
 	for i := range r.Plan.Wrappers {
 		c := &r.Plan.Wrappers[i]
-		if d := p.checkExec(c.Program, c.Argv, r.ExecJudged); !d.Allowed && d.Tier >= TierHard {
+		if d := p.checkExec(c.Program, c.Argv, judged); !d.Allowed && d.Tier >= TierHard {
 			d.Command = c
 			worse(d, "in a shell or wrapper the call runs through")
 		}
 	}
-	if r.Plan.Opaque != "" && p.exec.hasDeny && !r.ExecJudged {
+	if r.Plan.Opaque != "" && p.exec.hasDeny && !judged {
 		// Like xargs: what cannot be read cannot be held to deny rules.
 		worse(Deny(TierHard, ruleOpaque, r.Plan.Opaque), "")
 	}
-	if r.Plan.OpaqueRedirect && !r.ExecJudged {
+	if r.Plan.OpaqueRedirect && !judged {
 		// Where exec is judged a sandbox holds the files too: the
 		// supervisor judges the redirection's open when the shell makes it.
 		worse(Deny(TierHard, ruleOpaqueRedirect, r.Plan.Opaque), "")
 	}
 	for _, name := range r.Plan.Assigns {
-		if !p.envPasses(name, nil) {
+		switch {
+		case r.Started && !p.envNamed(name, nil, true):
+			worse(Deny(TierHard, ruleEnvInjection, "a process of the command set the loader variable "+name), "")
+		case !r.Started && !p.envPasses(name, nil):
 			worse(Deny(TierHard, ruleEnvInjection, "a wrapper sets a loader, interpreter or secret variable"), "")
 		}
 	}
@@ -114,37 +126,17 @@ func (r *ExecRequest) Decide(p *Policy) Decision {
 		}
 		worse(d, where)
 	}
-	worse(p.CheckExecDir(r.Dir, r.Cwd), "the working directory")
+	if !r.Started {
+		worse(p.CheckExecDir(r.Dir, r.Cwd), "the working directory")
+	}
 	if out.Allowed {
 		// Report the rule that allowed the first command, not the directory.
 		if len(r.Plan.Commands) == 0 {
 			return Allow(ruleBuiltins)
 		}
-		return p.checkCommand(&r.Plan.Commands[0], r.ExecJudged)
+		return p.checkCommand(&r.Plan.Commands[0], judged)
 	}
 	return out
-}
-
-// CheckStarted decides a program that a process inside a sandboxed
-// command starts, judged at its exec (the sandbox traps exec): the exec
-// rules and option tables on its real path and argv, as CheckExec, but
-// without refusing options whose only risk is a program they start
-// (git bisect run, find -exec: that program is judged when it starts);
-// and set, the loader variables the command's processes set or changed
-// (IsLoaderVar) or the loader options of a loader run as a program, which
-// make a program run code no exec shows: refused unless ExecSpec.Env
-// names them exactly. The working directory is not judged here: what the
-// program writes is judged call by call.
-func (p *Policy) CheckStarted(program string, argv []string, set []string) Decision {
-	if p == nil {
-		return denyNoPolicy
-	}
-	for _, name := range set {
-		if !p.envNamed(name, nil, true) {
-			return Deny(TierHard, ruleEnvInjection, "a process of the command set the loader variable "+name)
-		}
-	}
-	return p.checkExec(program, argv, true)
 }
 
 func (p *Policy) checkCommand(c *ExecCommand, judged bool) Decision {

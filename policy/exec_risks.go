@@ -98,8 +98,8 @@ var optionRisks = []OptionRisk{
 
 // startedByExec are the options of optionRisks whose only risk is a
 // program they start as a process of its own (an exec): where a sandbox
-// judges every exec when it happens (ExecRequest.ExecJudged,
-// CheckStarted), that program is judged with its real arguments when it
+// judges every exec when it happens (ExecRequest.ExecJudged and
+// Started), that program is judged with its real arguments when it
 // starts, so the option itself is no longer refused. Options that load
 // code into the tool's own process (ssh -I), set options of any kind
 // (ssh -o, git -c) or read configuration (RiskConfig) stay refused.

@@ -24,6 +24,11 @@ type Decision struct {
 	Program, Dir string
 	// Plan is what the command would really run.
 	Plan policy.ExecPlan
+	// ExecJudged says the command would run where every program it
+	// starts is judged when it starts (Confinement.ExecJudged), so the
+	// decision refused only what the plan could read: an opaque script
+	// is judged as the shell itself, and what it runs at its exec.
+	ExecJudged bool
 }
 
 // Check is a dry run of CommandContext(ctx, name, args...).Start: see
@@ -50,7 +55,7 @@ func (c *Cmd) Check() Decision {
 		return Decision{Result: audit.Result{Outcome: audit.Denied, Err: err}}
 	}
 	pr := c.prepareFor(true)
-	d := Decision{Result: pr.res, Program: pr.program, Dir: pr.req.Dir, Plan: pr.req.Plan}
+	d := Decision{Result: pr.res, Program: pr.program, Dir: pr.req.Dir, Plan: pr.req.Plan, ExecJudged: pr.req.ExecJudged}
 	if pr.missing {
 		d.Err = &exec.Error{Name: c.Args[0], Err: errNotFound}
 		d.Allowed = false

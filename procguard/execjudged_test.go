@@ -114,6 +114,7 @@ func TestScriptsJudgedAtExec(t *testing.T) {
 		{"computed redirection", []string{"sh", "-c", `out=notes.txt; /usr/bin/printf 'hi\n' > "$out"; cat "$out"`}, "hi", []string{realBase(t, "printf"), "cat"}},
 		{"xargs", []string{"sh", "-c", `ls *.txt | xargs cat`}, "1\n2", []string{"xargs", "cat"}},
 		{"find -exec", []string{"find", ".", "-name", "a.txt", "-exec", "cat", "{}", ";"}, "1\n2", []string{"cat"}},
+		{"wrappers with no rule of their own", []string{"sh", "-c", `f=a.txt; env timeout 5 cat "$f"`}, "1\n2", []string{realBase(t, "env"), realBase(t, "timeout"), "cat"}},
 		{"nested sh -c", []string{"sh", "-c", `sh -c 'sh -c "/bin/echo deep"'`}, "deep", []string{shBase, shBase, realBase(t, "echo")}},
 		{"#! script, relative and through a link", []string{"sh", "-c", `./tool one; ./tool-link two`}, "tool one\ntool two", []string{"tool", "tool"}},
 		{"exec -a", []string{"bash", "-c", `exec -a renamed /bin/echo hello`}, "hello", []string{realBase(t, "echo")}},
@@ -158,6 +159,32 @@ func TestScriptsJudgedAtExec(t *testing.T) {
 				ran = slices.Delete(ran, i, i+1)
 			}
 		})
+	}
+}
+
+// TestInnerScriptReadAhead: a script started inside the command is read
+// ahead when it starts, as the command line was: a literal git push in
+// it refuses the shell that would run it, so git never starts.
+func TestInnerScriptReadAhead(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	e := judgedEnv(t, policy.Spec{Exec: judgedTools(t.TempDir())})
+	out, err, c := execJudged(t, e, "sh", "-c", `x=1; sh -c "git push origin main"; echo "inner=$?"`)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "inner=126") {
+		t.Errorf("the inner shell ran: %q", out)
+	}
+	tree := c.Tree()
+	for _, r := range tree {
+		if filepath.Base(r.Program) == "git" {
+			t.Errorf("git started: %v", tree)
+		}
+	}
+	if last := tree[len(tree)-1]; last.Outcome != audit.Denied || last.Rule == nil || !strings.Contains(last.Rule.Pattern, "push") {
+		t.Errorf("the inner shell's refusal: %v (rule %v)", last, last.Rule)
 	}
 }
 

@@ -36,7 +36,7 @@ func (c *Cmd) plannedConfinement(pr *prepared) (string, *audit.Child) {
 	text := c.plannedLandlock(pr)
 	if abi, err := landlock.ABI(); err == nil && !spec.NoLandlock {
 		child.Landlock, child.LandlockABI = audit.LandlockExecAllowed, abi
-		if spec.LandlockExecAny {
+		if spec.LandlockExecAny || pr.req.ExecJudged {
 			child.Landlock = audit.LandlockExecAny
 		}
 		if spec.DenyNetwork && abi >= 4 {
@@ -94,6 +94,9 @@ func (c *Cmd) plannedLandlock(pr *prepared) string {
 	}
 	if spec.LandlockExecAny {
 		return fmt.Sprintf("landlock=abi %d (write roots rwx, everything else rx%s; %s)", abi, sig, noteProtected)
+	}
+	if pr.req.ExecJudged {
+		return fmt.Sprintf("landlock=abi %d (write roots rwx, everything else rx: every exec is judged when it happens%s; %s)", abi, sig, noteProtected)
 	}
 	return fmt.Sprintf("landlock=abi %d (write roots rw, everything else r; execute only allowed programs, the programs approved for this command and their interpreters%s; %s)", abi, sig, noteProtected)
 }
@@ -161,6 +164,15 @@ next:
 // landlockRuleset builds the child's ruleset, or nil with a note when there
 // is none; an error when the policy requires Landlock and it is missing.
 func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
+	return c.landlockRulesetFor(pr, pr.pol.Exec().LandlockExecAny)
+}
+
+// landlockRulesetFor is landlockRuleset; execAny lets the child execute
+// wherever it may read, as ExecSpec.LandlockExecAny does: for a sandbox
+// that judges every exec when it happens, where Landlock's execute right
+// would only refuse what that judgement allows (a wrapper no rule names, a
+// program Warn or BeforeDeny lets through).
+func (c *Cmd) landlockRulesetFor(pr *prepared, execAny bool) (*landlock.Ruleset, string, error) {
 	spec := pr.pol.Exec()
 	if spec.NoLandlock {
 		return nil, "disabled by the policy (ExecSpec.NoLandlock)", nil
@@ -182,10 +194,15 @@ func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 	}
 	base := baseFor(pr)
 	everywhere, writable := uint64(landlock.ReadExec), landlock.HandledFS(abi)
-	if !spec.LandlockExecAny {
+	if !execAny {
 		// Execute only named programs (every ABI handles Execute).
 		everywhere &^= landlock.Execute
 		writable &^= landlock.Execute
+	}
+	if !execAny || (base.readLimited && !spec.LandlockExecAny) {
+		// The named programs are executable (and readable) wherever they
+		// are: the only ones without execAny, and, with it, those outside
+		// the read roots of a policy that limits reads.
 		for _, prog := range executables(pr, base) {
 			rs.Rules = append(rs.Rules, landlock.Rule{Path: prog, Access: landlock.Execute | landlock.ReadFile})
 		}
@@ -264,7 +281,7 @@ func within(path, dir string) bool {
 // child executes only the files of those directories its command's
 // decision named (executables). rs itself is not changed.
 func sandboxExecDirs(pr *prepared, rs *landlock.Ruleset) *landlock.Ruleset {
-	if rs == nil || pr.pol.Exec().LandlockExecAny {
+	if rs == nil || pr.pol.Exec().LandlockExecAny || pr.req.ExecJudged {
 		return rs
 	}
 	writable := baseFor(pr).writableDirs

@@ -40,7 +40,15 @@ func (c *Cmd) launch(pr *prepared, x *exec.Cmd, cg *cgroup, env []string) (*os.P
 		}
 		c.Confinement.SandboxNote = *why
 	default:
-		err := c.startSandboxed(pr, x, cg, env, sandboxExecDirs(pr, rs))
+		srs := rs
+		if pr.req.ExecJudged && !spec.LandlockExecAny && rs != nil {
+			// Every exec is judged when it happens: Landlock's execute
+			// right would refuse what that judgement allows.
+			if srs, _, err = c.landlockRulesetFor(pr, true); err != nil {
+				return nil, err
+			}
+		}
+		err := c.startSandboxed(pr, x, cg, env, sandboxExecDirs(pr, srs))
 		if err == nil {
 			return c.sandbox.Process, nil
 		}
@@ -87,7 +95,13 @@ func (c *Cmd) startSandboxed(pr *prepared, x *exec.Cmd, cg *cgroup, env []string
 		return err
 	}
 	if !c.Confinement.ExecJudged {
-		if err := c.unjudged(pr, fmt.Sprint(c.Confinement.Sandbox.Notes)); err != nil {
+		err := c.unjudged(pr, fmt.Sprint(c.Confinement.Sandbox.Notes))
+		if err == nil && pr.req.ExecJudged && !pr.pol.Exec().LandlockExecAny && rs != nil {
+			// Landlock's execute right was widened for exec-time
+			// judgement, which this sandbox does not do: never run so.
+			err = &exec.Error{Name: c.Args[0], Err: fmt.Errorf("procguard: the sandbox could not judge the programs this command starts (%v)", c.Confinement.Sandbox.Notes)}
+		}
+		if err != nil {
 			_ = c.sandbox.Process.Kill()
 			_, _ = c.sandbox.Wait()
 			c.sandbox = nil

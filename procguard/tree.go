@@ -103,20 +103,60 @@ func (c *Cmd) judgeExec(ec *sandbox.ExecCall) bool {
 	}
 	ev := &audit.Event{Protocol: audit.Exec, Op: policy.OpExec, Target: argv0(ec.Argv), Argv: ec.Argv,
 		Program: ec.Program, Resolved: ec.Program, Detail: detail.String()}
-	res := audit.Decide(c.ctx, ev, childExecRequest{ec})
+	var req audit.Request = childExecRequest{ec: ec}
+	if pols := audit.From(c.ctx).Policies(); len(pols) > 0 {
+		req = newChildExecRequest(ec, pols[0])
+	}
+	res := audit.Decide(c.ctx, ev, req)
 	c.tree.add(ProgramRun{Pid: ec.Pid, PPid: ec.PPid, Program: ec.Program, Argv: ec.Argv, Dir: ec.Dir,
 		Interp: ec.Interp, Outcome: res.Outcome, Rule: res.Rule, Killed: ec.Changed})
 	return res.Allowed
 }
 
-// childExecRequest decides a program started inside the sandbox: the
-// exec rules and option tables on its real path and argv (the static
-// reading's unwrapping is not needed: whatever it starts in turn is
-// judged when it starts), and the loader's variables and options the tree
-// set. Its working directory is not judged: what it writes is judged call
-// by call, and toolchains run their helpers in directories outside the
-// write roots (go build compiles the standard library in GOROOT).
-type childExecRequest struct{ ec *sandbox.ExecCall }
+// childExecRequest decides a program started inside the sandbox as a
+// Start decides a command (policy.ExecRequest with Started): the exec
+// rules and option tables on its real path and argv; a shell or wrapper
+// (sh -c, env, timeout...) unwrapped into what it runs, so that it needs
+// no rule of its own when what it runs is allowed, and a literal denied
+// command in its script is refused already; the loader variables and
+// options the command's processes set. What a program starts in turn is
+// judged when it starts, so nothing is refused for being unreadable. The
+// working directory is not judged (see policy.ExecRequest.Started).
+type childExecRequest struct {
+	ec   *sandbox.ExecCall
+	plan policy.ExecPlan
+}
+
+func newChildExecRequest(ec *sandbox.ExecCall, pol *policy.Policy) childExecRequest {
+	r := &startedResolver{resolver: resolver{path: pol.ExecPath(), dir: ec.Dir}, first: ec.Program}
+	req := childExecRequest{ec: ec, plan: policy.PlanExec(r, argv0(ec.Argv), ec.Argv)}
+	for _, kv := range ec.Set {
+		if name, _, _ := strings.Cut(kv, "="); policy.IsLoaderVar(name) {
+			req.plan.Assigns = append(req.plan.Assigns, name)
+		}
+	}
+	for _, o := range ec.LoaderOptions {
+		req.plan.Assigns = append(req.plan.Assigns, loaderOptions[o])
+	}
+	return req
+}
+
+// startedResolver is the resolver of a command's plan with the program
+// named first being the one the kernel is about to run (resolved by the
+// supervisor in the caller's context), whatever the policy's PATH says.
+type startedResolver struct {
+	resolver
+	first string
+}
+
+func (r *startedResolver) Program(name string) (string, error) {
+	if r.first != "" {
+		p := r.first
+		r.first = ""
+		return p, nil
+	}
+	return r.resolver.Program(name)
+}
 
 // ruleSandboxExec stands for the sandbox's own refusals of an exec.
 var ruleSandboxExec = &policy.Rule{Kind: policy.KindExec, Source: "sandbox",
@@ -142,24 +182,15 @@ func (r childExecRequest) Decide(p *policy.Policy) policy.Decision {
 		return policy.Deny(policy.TierHard, ruleSandboxExec, "the program, argv or environment changed after it was judged")
 	case ec.Reason != "":
 		return policy.Deny(policy.TierHard, ruleSandboxExec, ec.Reason)
-	case ec.InterpreterOf != "":
-		// The script was allowed a moment ago; its interpreter runs it
-		// (deny rules on the interpreter still hold).
-		if d := p.CheckStarted(ec.Program, ec.Argv, nil); d.Allowed || d.Tier >= policy.TierHard {
-			return d
-		}
+	}
+	req := policy.ExecRequest{Plan: r.plan, Started: true}
+	d := req.Decide(p)
+	if !d.Allowed && d.Tier == policy.TierSoft && ec.InterpreterOf != "" {
+		// The script was allowed a moment ago, and this is its
+		// interpreter, which runs it (deny rules on it still hold).
 		return policy.Allow(ruleScriptInterpreter)
 	}
-	var set []string
-	for _, kv := range ec.Set {
-		if name, _, _ := strings.Cut(kv, "="); policy.IsLoaderVar(name) {
-			set = append(set, name)
-		}
-	}
-	for _, o := range ec.LoaderOptions {
-		set = append(set, loaderOptions[o])
-	}
-	return p.CheckStarted(ec.Program, ec.Argv, set)
+	return d
 }
 
 func argv0(argv []string) string {
