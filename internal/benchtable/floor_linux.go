@@ -11,7 +11,7 @@ import "golang.org/x/sys/unix"
 // shows how far below the Stat target that floor already is on this
 // machine.
 func statFloor(e *env, root string) *side {
-	s := &side{name: "floor", note: "no guard code: openat2(root, \"a/b\", RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) + fstatat(\"read.txt\") + close, the calls a proof of the name needs"}
+	s := &side{name: sideFloor, note: "no guard code: openat2(root, \"a/b\", RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) + fstatat(\"read.txt\") + close, the calls a proof of the name needs"}
 	rootFd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		s.skip = "cannot open the root: " + err.Error()
@@ -33,4 +33,16 @@ func statFloor(e *env, root string) *side {
 	}
 	e.undo = append(e.undo, func() { unix.Close(rootFd) })
 	return s
+}
+
+// rawLstat is the decision row's base side: the lstat system call on name
+// through x/sys/unix, with no os.FileInfo made (its one allocation is the
+// name's C string).
+func rawLstat(name string) *side {
+	var st unix.Stat_t
+	return &side{
+		name: sideLstat,
+		op:   func(int) error { return unix.Lstat(name, &st) },
+		note: "unix.Lstat(" + name + "): the system call alone, no os.FileInfo made",
+	}
 }

@@ -52,6 +52,10 @@ const (
 	sideChecksOn = "checks on"
 	sideBasePath = "BasePathFs"
 	sideOSRoot   = "os.Root"
+	sideFloor    = "floor"
+	// sideRawCWC is the denied Create row's base: an allowed raw
+	// create+write+close, which a denial is measured against.
+	sideRawCWC = "raw create+write+close"
 )
 
 // payload is what Create+Write+Close writes and Open+Read+Close reads.
@@ -176,7 +180,13 @@ func fsRows(e *env) ([]*row, error) {
 				return f.Close()
 			}}
 		}),
-		fsRow("Stat", []target{ratioTarget(sideChecksOn, "<= 1.25x raw", 1.25)}, func(im fsImpl) *side {
+		// Two Stat targets: issue 16's against the raw stat (out of reach
+		// for any proof of the name, see the floor side), and issue 27's
+		// against the floor, which bounds the guard's own share.
+		fsRow("Stat", []target{
+			ratioTarget(sideChecksOn, "<= 1.25x raw", 1.25),
+			{side: sideChecksOn, vs: sideFloor, maxRatio: 1.25, text: "<= 1.25x floor"},
+		}, func(im fsImpl) *side {
 			name := im.path("a/b/read.txt")
 			return &side{op: func(int) error {
 				_, err := im.stat(name)
@@ -305,16 +315,35 @@ func fsRows(e *env) ([]*row, error) {
 			return nil
 		}
 	}
-	denyTarget := func(side string) target {
-		return target{side: side, maxNs: 5000, maxAllocs: 10, hasAllocs: true, text: "<= 5 µs, <= 10 allocs"}
+	// Issue 16 bounds a denial absolutely; issue 27 bounds it against
+	// what the same caller pays for an allowed raw create+write+close in
+	// the same round, a ratio that moves less with the machine.
+	denyTargets := func(side string) []target {
+		return []target{
+			{side: side, maxNs: 5000, maxAllocs: 10, hasAllocs: true, text: "<= 5 µs, <= 10 allocs"},
+			{side: side, vs: sideRawCWC, maxRatio: 0.35, text: "<= 0.35x raw"},
+		}
 	}
+	rawCWC := afero.NewOsFs()
+	rawName := abs("a/b/w-deny-raw")
 	rows = append(rows, &row{
-		group: "fs", call: "denied Create", base: "",
+		group: "fs", call: "denied Create", base: sideRawCWC,
 		sides: []*side{
+			{name: sideRawCWC, op: func(int) error {
+				f, err := rawCWC.Create(rawName)
+				if err != nil {
+					return err
+				}
+				if _, err := f.Write(payload); err != nil {
+					f.Close()
+					return err
+				}
+				return f.Close()
+			}, note: "afero.OsFs: Create+Write+Close of an existing 4 KiB file in the write root, the Create+Write+Close row's raw call"},
 			{name: "denied, logged", op: deny(guarded), note: "a text slog handler into io.Discard formats the denial's record"},
 			{name: "denied, log off", op: deny(offFs), note: "slog.DiscardHandler: the record is not formatted"},
 		},
-		targets: []target{denyTarget("denied, logged"), denyTarget("denied, log off")},
+		targets: append(denyTargets("denied, logged"), denyTargets("denied, log off")...),
 	})
 	return rows, nil
 }

@@ -61,8 +61,8 @@ var groups = []group{
 		}
 		return append(rows, r), nil
 	}},
-	{"policy", func(*env) ([]*row, error) {
-		r, err := decisionRow()
+	{"policy", func(e *env) ([]*row, error) {
+		r, err := decisionRow(e)
 		return []*row{r}, err
 	}},
 	{"net", func(e *env) ([]*row, error) {

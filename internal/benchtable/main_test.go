@@ -34,6 +34,8 @@ func TestTable(t *testing.T) {
 		"policy CheckPath, 5-component path", "net loopback TCP dial+close", "net HTTP GET",
 		"exec /bin/true",
 		"checks on", "BasePathFs", "os.Root", "<= 1.10x raw", "<= 0.75x bwrap",
+		// Issue 27's in-process targets, each against its own base side.
+		"<= 1.25x floor", "raw create+write+close", "<= 0.35x raw", "raw lstat", "<= 0.05x raw lstat",
 	} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table has no %q", want)
@@ -133,6 +135,33 @@ func TestFmtDur(t *testing.T) {
 	} {
 		if got := fmtDur(tc.ns); got != tc.want {
 			t.Errorf("fmtDur(%v) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
+}
+
+// TestLstatTarget checks the decision row's base: a real file whose
+// absolute path has 5 components, below a shallow temp dir (os.MkdirTemp,
+// /tmp/x) and a deeper one (t.TempDir), or one below a temp dir that has
+// 4 or more already.
+func TestLstatTarget(t *testing.T) {
+	shallow, err := os.MkdirTemp("", "benchtable-lstat-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shallow) })
+	for _, dir := range []string{shallow, t.TempDir()} {
+		e := &env{dir: dir}
+		name, err := lstatTarget(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := len(strings.Split(strings.Trim(dir, "/"), "/"))
+		got := len(strings.Split(strings.Trim(name, "/"), "/"))
+		if want := max(5, have+1); got != want {
+			t.Errorf("lstatTarget under %s = %s: %d components, want %d", dir, name, got, want)
+		}
+		if _, err := os.Lstat(name); err != nil {
+			t.Error(err)
 		}
 	}
 }
