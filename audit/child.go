@@ -24,6 +24,12 @@ type Child struct {
 	LandlockABI int
 	// Network is what network the child can reach.
 	Network ChildNetwork
+	// ExecJudged: every program the child's processes start is judged
+	// when it starts (the sandbox traps exec and checks at the exec stop
+	// that what ran is what was judged). Landlock's execute right is then
+	// open (LandlockExecAny): it would only refuse what that judgement
+	// allows.
+	ExecJudged bool
 	// Note says, for people, why a layer is missing or what it cannot
 	// cover ("landlock=none (kernel without Landlock)").
 	Note string
@@ -101,5 +107,8 @@ func (c *Child) String() string {
 		b.WriteString(" (abi " + strconv.Itoa(c.LandlockABI) + ")")
 	}
 	b.WriteString("; network=" + c.Network.String())
+	if c.ExecJudged {
+		b.WriteString("; exec=judged")
+	}
 	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // TestChildFacts: the confinement a child will get is on the event as
@@ -56,6 +57,11 @@ func TestChildFacts(t *testing.T) {
 			e := childEnv(t, tt.spec, onCall)
 			want := tt.want
 			want.Dir = e.dir
+			if ok, _ := sandbox.ExecJudgeable(); ok && want.Sandbox {
+				// Every exec is judged when it happens: Landlock's execute
+				// right is open.
+				want.Landlock, want.ExecJudged = audit.LandlockExecAny, true
+			}
 			if want.Landlock != audit.LandlockNone {
 				want.LandlockABI = abi
 			}
@@ -76,7 +82,7 @@ func TestChildFacts(t *testing.T) {
 			}
 			for i, got := range seen {
 				if got == nil || got.Dir != want.Dir || got.Sandbox != want.Sandbox || got.Landlock != want.Landlock ||
-					got.LandlockABI != want.LandlockABI || got.Network != want.Network {
+					got.LandlockABI != want.LandlockABI || got.Network != want.Network || got.ExecJudged != want.ExecJudged {
 					t.Errorf("event %d: child %+v, want %+v", i, got, want)
 				}
 			}

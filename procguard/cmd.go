@@ -80,6 +80,7 @@ type Cmd struct {
 
 	sup     *supervisor
 	tree    tree // what the command's tree ran (tree.go)
+	hostRun bool // a program of the host's own (StartHost): its execs are not judged
 	sandbox *sandbox.Launch
 	egress  *egress    // the sandbox's route out through the proxy, with net rules
 	double  *doubleRun // set when a test double plays the command (double.go)

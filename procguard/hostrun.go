@@ -104,8 +104,11 @@ func StartHost(ctx context.Context, h *HostCommand) (*HostProcess, error) {
 	es := pr.pol.Exec()
 	limits := mergeLimits(es.Limits, h.Limits)
 
+	// The host's own program is not held to the exec rules: what it
+	// starts is confined by Landlock's execute right (h.Executable), not
+	// judged when it starts.
 	c := &Cmd{ctx: ctx, Path: h.Path, Program: real, Args: h.Args, Dir: dir,
-		Stdin: h.Stdin, Stdout: h.Stdout, Stderr: h.Stderr, Timeout: h.Timeout, started: true}
+		Stdin: h.Stdin, Stdout: h.Stdout, Stderr: h.Stderr, Timeout: h.Timeout, started: true, hostRun: true}
 	rs, note, err := c.landlockRuleset(pr)
 	c.Confinement.LandlockNote = note
 	if err != nil {

@@ -47,6 +47,7 @@ func (c *Cmd) plannedConfinement(pr *prepared) (string, *audit.Child) {
 	}
 	if !spec.NoSandbox && sandboxMissing.Load() == nil {
 		child.Sandbox = true
+		child.ExecJudged = pr.req.ExecJudged
 		switch {
 		case spec.HostNetwork:
 			child.Network = audit.NetworkHost

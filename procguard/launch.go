@@ -183,7 +183,7 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	if spec.Judge == nil && !spec.NoSeccomp {
 		spec.Judge = c.judgeFileCall
 	}
-	if spec.JudgeExec == nil && !spec.NoSeccomp {
+	if spec.JudgeExec == nil && !spec.NoSeccomp && !c.hostRun {
 		if ok, _ := sandbox.ExecJudgeable(); ok {
 			spec.JudgeExec = c.judgeExec
 		}
