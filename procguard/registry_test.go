@@ -52,6 +52,7 @@ import (
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/netguard"
+	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/policy/policyfile"
 )
 
@@ -308,20 +309,38 @@ func (r *registry) addGoModule(t *testing.T, files map[string][]byte) {
 // addPyPackage serves a wheel of pyPkg through a simple index
 // (/simple/agentdemo/, PEP 503) that links /files/.
 func (r *registry) addPyPackage(t *testing.T, files map[string][]byte) {
-	distInfo := pyPkg + "-" + pyVer + ".dist-info/"
-	entries := []struct{ name, data string }{
-		{pyPkg + "/__init__.py", "GREETING = \"hello from agentdemo\"\n"},
-		{pyPkg + "/certs/test.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
-		{distInfo + "METADATA", "Metadata-Version: 2.1\nName: " + pyPkg + "\nVersion: " + pyVer + "\nSummary: a test package\n"},
-		{distInfo + "WHEEL", "Wheel-Version: 1.0\nGenerator: auditguard-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	wheel := buildWheel(t, pyPkg, pyVer, map[string]string{
+		pyPkg + "/__init__.py":    "GREETING = \"hello from agentdemo\"\n",
+		pyPkg + "/certs/test.pem": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+	})
+	whl := pyPkg + "-" + pyVer + "-py3-none-any.whl"
+	sum := sha256.Sum256(wheel)
+	files["/files/"+whl] = wheel
+	files["/simple/"+pyPkg+"/"] = []byte(fmt.Sprintf("<!DOCTYPE html>\n<html><body>\n<a href=\"/files/%s#sha256=%s\">%s</a>\n</body></html>\n", whl, hex.EncodeToString(sum[:]), whl))
+	files["/simple/"] = []byte(fmt.Sprintf("<!DOCTYPE html>\n<html><body><a href=\"/simple/%s/\">%s</a></body></html>\n", pyPkg, pyPkg))
+}
+
+// buildWheel returns a pure-Python wheel of name and version holding files
+// (path in the wheel: contents), with its METADATA, WHEEL and RECORD.
+func buildWheel(t *testing.T, name, version string, files map[string]string) []byte {
+	t.Helper()
+	distInfo := name + "-" + version + ".dist-info/"
+	type entry struct{ name, data string }
+	var entries []entry
+	for n, d := range files {
+		entries = append(entries, entry{n, d})
 	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	entries = append(entries,
+		entry{distInfo + "METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: a test package\n"},
+		entry{distInfo + "WHEEL", "Wheel-Version: 1.0\nGenerator: auditguard-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"})
 	var record strings.Builder
 	for _, e := range entries {
 		sum := sha256.Sum256([]byte(e.data))
 		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", e.name, base64.RawURLEncoding.EncodeToString(sum[:]), len(e.data))
 	}
 	record.WriteString(distInfo + "RECORD,,\n")
-	entries = append(entries, struct{ name, data string }{distInfo + "RECORD", record.String()})
+	entries = append(entries, entry{distInfo + "RECORD", record.String()})
 	var zbuf bytes.Buffer
 	zw := zip.NewWriter(&zbuf)
 	for _, e := range entries {
@@ -334,11 +353,7 @@ func (r *registry) addPyPackage(t *testing.T, files map[string][]byte) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	whl := pyPkg + "-" + pyVer + "-py3-none-any.whl"
-	sum := sha256.Sum256(zbuf.Bytes())
-	files["/files/"+whl] = zbuf.Bytes()
-	files["/simple/"+pyPkg+"/"] = []byte(fmt.Sprintf("<!DOCTYPE html>\n<html><body>\n<a href=\"/files/%s#sha256=%s\">%s</a>\n</body></html>\n", whl, hex.EncodeToString(sum[:]), whl))
-	files["/simple/"] = []byte(fmt.Sprintf("<!DOCTYPE html>\n<html><body><a href=\"/simple/%s/\">%s</a></body></html>\n", pyPkg, pyPkg))
+	return zbuf.Bytes()
 }
 
 // addNpmPackage serves npmPkg under /npm (the registry's packument and
@@ -399,6 +414,14 @@ func downloadScope(t *testing.T, reg *registry, envNames, extraUse []string) (co
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, rec, _ := downloadGuard(t, root, reg, envNames, extraUse)
+	return ctx, root, rec
+}
+
+// downloadGuard makes root's twin directories and enters a guard built
+// from downloadPolicy for root; it returns the policy too.
+func downloadGuard(t *testing.T, root string, reg *registry, envNames, extraUse []string) (context.Context, *audit.Recorder, *policy.Policy) {
+	t.Helper()
 	makeTwinDirs(t, root)
 	text := downloadPolicy(t, root, reg, envNames, extraUse)
 	polFile := filepath.Join(root, "agent.toml")
@@ -423,7 +446,7 @@ func downloadScope(t *testing.T, reg *registry, envNames, extraUse []string) (co
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { release() })
-	return ctx, root, rec
+	return ctx, rec, f.Policy
 }
 
 func makeTwinDirs(t *testing.T, root string) {
