@@ -104,7 +104,7 @@ var optionRisks = []OptionRisk{
 // code into the tool's own process (ssh -I), set options of any kind
 // (ssh -o, git -c) or read configuration (RiskConfig) stay refused.
 var startedByExec = map[[3]string]bool{
-	{"git", "bisect", "run"}: true, {"git", "submodule", "foreach"}: true,
+	{"git", "bisect", "run"}: true, {"git", "submodule", "foreach"}: true, {"git", "-", "--exec-path"}: true,
 	{"git", "rebase", "--exec"}: true, {"git", "-", "difftool"}: true, {"git", "-", "mergetool"}: true,
 	{"git", "-", "filter-branch"}: true, {"git", "diff", "--ext-diff"}: true,
 	{"git", "grep", "--open-files-in-pager"}: true,

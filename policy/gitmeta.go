@@ -187,6 +187,7 @@ var gitTop = []gitName{
 	{"gc.log", gitState, gitFile},
 	{"locked", gitState, gitFile}, // worktrees/<name>/locked
 	{"BISECT_", gitState, gitPrefix},
+	{"head-name", gitState, gitFile}, // git bisect reset removes it (builtin/bisect.c, bisect_clean_state)
 	{"index.stash.", gitState, gitPrefix},
 	{"next-index-", gitState, gitPrefix},
 	{"sharedindex.", gitState, gitPrefix},

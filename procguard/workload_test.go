@@ -98,6 +98,10 @@ for word, n in sorted(counts.items()):
 	"Makefile":   "build:\n\tgo build -o bin/hello .\n\ntest:\n\tgo test -count=1 ./...\n\n.PHONY: build test\n",
 	"data.txt":   "alpha beta\nbeta gamma\ngamma delta beta\n",
 	".gitignore": "bin/\nout/\n",
+	// build.sh has functions and loops; check.sh is git bisect run's test
+	// (the "hello there" commit is the "bad" one).
+	"build.sh": "#!/bin/sh\nset -e\ncount() { n=0; for f in \"$@\"; do n=$((n+1)); done; echo \"$n\"; }\nfor d in . out; do [ -d \"$d\" ] && echo \"dir $d: $(count \"$d\"/*)\"; done\nfiles=$(ls *.go | wc -l)\necho \"go files: $files\"\n",
+	"check.sh": "#!/bin/sh\n! grep -q 'hello there' main.go\n",
 }
 
 // TestAgentWorkload runs a coding agent's everyday commands twice, raw and
@@ -247,6 +251,17 @@ func TestAgentWorkload(t *testing.T) {
 		run("cat", "out/done.txt"),
 		run("sh", "-c", "exit 3"),
 		run("git", "cat-file", "-t", "HEAD"),
+		// Scripts the command line cannot be read ahead of: each program
+		// they start is judged when it starts (in the sandbox).
+		run("sh", "-c", "cat > NOTES.md <<'EOF'\n# Notes\n\n- greet politely\nEOF\ncat NOTES.md"),
+		run("sh", "-c", `set -eu; for f in $(ls *.go); do gofmt -l "$f"; done; echo checked`),
+		run("sh", "-c", `echo "$HOME" | grep -c home`),
+		run("sh", "-c", `out=out/count.txt; wc -l < data.txt > "$out"; cat "$out"`),
+		run("sh", "build.sh"),
+		run("sh", "-c", `ls *.txt | xargs wc -l`),
+		run("find", ".", "-name", "*.txt", "-not", "-path", "./.git/*", "-exec", "wc", "-c", "{}", ";"),
+		{argv: []string{"sh", "-c", "git bisect start HEAD HEAD~1 >/dev/null && git bisect run ./check.sh >/dev/null; echo \"bisect=$?\"; git bisect log | grep -c 'first bad'; git bisect reset >/dev/null"},
+			env: append(append([]string(nil), identity...), dates...)},
 	}
 	commands := 0
 	for _, s := range steps {
