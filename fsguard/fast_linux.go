@@ -40,7 +40,7 @@ import (
 const fastRoutes = true
 
 // fastStat fills a syscall.Stat_t (what os.Stat's Sys returns) through
-// unix.Fstatat: the two types describe the same kernel struct.
+// sysFstatat (unix.Fstatat): the two types describe the same kernel struct.
 var _ [unsafe.Sizeof(unix.Stat_t{})]byte = [unsafe.Sizeof(syscall.Stat_t{})]byte{}
 
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
@@ -167,7 +167,7 @@ func statNoLinks(p, name string) (fs.FileInfo, error) {
 	defer unix.Close(fd)
 	info := &statInfo{name: name}
 	err = ignoringEINTR(func() error {
-		return unix.Fstatat(fd, baseName(p), (*unix.Stat_t)(unsafe.Pointer(&info.st)), unix.AT_SYMLINK_NOFOLLOW)
+		return sysFstatat(fd, baseName(p), (*unix.Stat_t)(unsafe.Pointer(&info.st)), unix.AT_SYMLINK_NOFOLLOW)
 	})
 	if err != nil {
 		return nil, err
@@ -340,7 +340,7 @@ func (f *Fs) pin(c *call, kind pinKind) bool {
 			break
 		}
 		err := ignoringEINTR(func() error {
-			return unix.Fstatat(p.pd.fd, p.pd.base, (*unix.Stat_t)(unsafe.Pointer(&p.st)), unix.AT_SYMLINK_NOFOLLOW)
+			return sysFstatat(p.pd.fd, p.pd.base, (*unix.Stat_t)(unsafe.Pointer(&p.st)), unix.AT_SYMLINK_NOFOLLOW)
 		})
 		switch {
 		case err == unix.ENOENT:
@@ -492,7 +492,7 @@ func (f *Fs) pinRename(c *call, po, pn string) bool {
 		c.p2.pd = parent{fd: pdo.fd, base: baseName(pn)}
 	}
 	var st unix.Stat_t
-	err = ignoringEINTR(func() error { return unix.Fstatat(pdo.fd, pdo.base, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	err = ignoringEINTR(func() error { return sysFstatat(pdo.fd, pdo.base, &st, unix.AT_SYMLINK_NOFOLLOW) })
 	if err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		c.p.release()
 		c.p2.release()

@@ -117,7 +117,11 @@ func (h *rootHandle) release() { h.use.RUnlock() }
 type rootsSnap struct {
 	pol   *policy.Policy
 	roots map[string]struct{}
-	dot   bool // "." is a root: the handle's working directory
+	// lens[n] is set when some root is n bytes long: deepest probes the
+	// map only at the boundaries a root could end at, one probe for the
+	// usual single root instead of one per component.
+	lens []bool
+	dot  bool // "." is a root: the handle's working directory
 }
 
 // deepest returns the deepest root that contains p (p itself included),
@@ -127,8 +131,10 @@ func (s *rootsSnap) deepest(p string) string {
 		return ""
 	}
 	for {
-		if _, ok := s.roots[p]; ok {
-			return p
+		if len(p) < len(s.lens) && s.lens[len(p)] {
+			if _, ok := s.roots[p]; ok {
+				return p
+			}
 		}
 		if p == "/" {
 			return ""
@@ -189,8 +195,14 @@ func (c *rootCache) snapshot(p *policy.Policy) *rootsSnap {
 	}
 	wr := p.WriteRoots()
 	s := &rootsSnap{pol: p, roots: make(map[string]struct{}, len(wr)), dot: p.DotRoot()}
+	longest := 0
 	for _, r := range wr {
 		s.roots[r] = struct{}{}
+		longest = max(longest, len(r))
+	}
+	s.lens = make([]bool, longest+1)
+	for _, r := range wr {
+		s.lens[len(r)] = true
 	}
 	c.snap.Store(s)
 	c.prune(s)

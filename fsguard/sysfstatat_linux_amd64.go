@@ -1,0 +1,6 @@
+package fsguard
+
+import "golang.org/x/sys/unix"
+
+// sysFstatatNr is the fstatat x/sys/unix calls on linux/amd64.
+const sysFstatatNr = unix.SYS_NEWFSTATAT
