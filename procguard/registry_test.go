@@ -467,9 +467,9 @@ func makeTwinDirs(t *testing.T, root string) {
 	})
 }
 
-// proxied reports whether rec holds an allowed request to host:port made
-// through the egress proxy of a sandboxed command, and a refused one to
-// deniedHost, when wantDenied.
+// proxyRecords reports whether rec holds an allowed request to
+// registry.test:port made through the egress proxy of a sandboxed command,
+// and a refused one to deniedHost; all lists rec's net records.
 func proxyRecords(rec *audit.Recorder, port int) (allowed, denied bool, all []string) {
 	for _, r := range rec.Records() {
 		if r.Protocol != audit.Net {
