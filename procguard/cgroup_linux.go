@@ -764,6 +764,37 @@ func (g *cgroup) joinAll(pid int) error {
 	return g.join(pid)
 }
 
+// treeJoin splits the join for a sandbox whose every exec is judged: init
+// joins every directory but the v1 pids one (its own threads stay under
+// the host's pids cgroup), and tree puts the target there at its first
+// exec, before its first instruction, so the process limit counts the
+// command's tree only. nil, nil without a v1 pids directory (pure v2
+// cannot hold a process's controllers apart: init joins as before).
+func (g *cgroup) treeJoin() (initJoin, tree func(int) error) {
+	if g == nil || g.v1[ctlPids] == "" {
+		return nil, nil
+	}
+	initJoin = func(pid int) error {
+		if g.v2 != "" {
+			if err := cgWrite(filepath.Join(g.v2, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+				return err
+			}
+		}
+		for _, c := range []cgCtl{ctlFreezer, ctlMemory} {
+			if d := g.v1[c]; d != "" {
+				if err := cgWrite(filepath.Join(d, "cgroup.procs"), strconv.Itoa(pid)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	tree = func(pid int) error {
+		return cgWrite(filepath.Join(g.v1[ctlPids], "cgroup.procs"), strconv.Itoa(pid))
+	}
+	return initJoin, tree
+}
+
 func (g *cgroup) closeFD() {
 	if g != nil && g.fd >= 0 {
 		unix.Close(g.fd)

@@ -20,6 +20,10 @@ func (c *Cmd) plannedConfinement(pr *prepared) (string, *audit.Child) {
 
 func withoutProtectedNote(note string) string { return note }
 
+func (c *Cmd) landlockRulesetFor(pr *prepared, _ bool) (*landlock.Ruleset, string, error) {
+	return c.landlockRuleset(pr)
+}
+
 func (c *Cmd) landlockRuleset(pr *prepared) (*landlock.Ruleset, string, error) {
 	spec := pr.pol.Exec()
 	if spec.NoLandlock {

@@ -188,6 +188,13 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 			spec.JudgeExec = c.judgeExec
 		}
 	}
+	if spec.JudgeExec != nil {
+		// The target joins the pids cgroup at its first exec; init's
+		// threads do not count against the tree's process limit.
+		if initJoin, tree := cg.treeJoin(); tree != nil {
+			join, spec.JoinTree = initJoin, tree
+		}
+	}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {
 		c.egress.close()

@@ -521,6 +521,35 @@ func TestSandboxProcessLimit(t *testing.T) {
 	}
 }
 
+// TestSandboxProcessLimitCountsTree: where every exec is judged, the
+// process limit counts the command's tree only, not the sandbox's own
+// threads: under a limit of 20, a script runs 19 processes at once, and
+// not 21.
+func TestSandboxProcessLimitCountsTree(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: policy.ExecSpec{Rules: allow("sh", "seq", "sleep"), Limits: policy.ExecLimits{Processes: 20}}})
+	run := func(n int) (string, *procguard.Cmd) {
+		ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+		defer cancel()
+		c := procguard.CommandContext(ctx, "sh", "-c", fmt.Sprintf(`for i in $(seq %d); do sleep 1 & done; wait; echo ran`, n))
+		c.Dir = e.dir
+		out, _ := c.CombinedOutput()
+		return string(out), c
+	}
+	out, c := run(19)
+	if pids := c.Confinement.Cgroups.Pids; pids.Max != 20 || pids.Via != procguard.CgroupV1 {
+		t.Skipf("no v1 pids controller here: %+v (%s)", pids, c.Confinement.CgroupNote)
+	}
+	if !c.Confinement.ExecJudged {
+		t.Skipf("execs are not judged here: %s", c.Confinement.SandboxNote)
+	}
+	if !strings.Contains(out, "ran") || strings.Contains(out, "fork") || strings.Contains(out, "unavailable") {
+		t.Errorf("19 processes under a limit of 20: %q", out)
+	}
+	if out, _ := run(21); !strings.Contains(out, "fork") && !strings.Contains(out, "Resource temporarily unavailable") {
+		t.Errorf("21 sleeps started under a limit of 20: %q", out)
+	}
+}
+
 // TestScopeReleaseKillsChildren: releasing the scope a command was started
 // in kills its whole tree; Wait reports audit.ErrScopeClosed.
 func TestScopeReleaseKillsChildren(t *testing.T) {

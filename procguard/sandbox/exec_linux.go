@@ -90,6 +90,14 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 		if name := envInterpreter(c.Exec); name != "" {
 			x.envScripts[c.Pid] = [2]string{c.Paths[0].Name, name}
 		}
+		if st.spec.TreeJoin {
+			// The host puts the target in the tree's cgroup now, before
+			// its first instruction; init's threads stay out of it.
+			var id uint64
+			if st.ctl == nil || !st.ask(message{Event: "join-tree"}, &id) {
+				return unix.EAGAIN
+			}
+		}
 		return 0
 	}
 	ec := st.execCall(c)

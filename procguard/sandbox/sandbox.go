@@ -82,6 +82,18 @@ type Spec struct {
 	// ExecJudged is set by Start when JudgeExec is: init traps execs and
 	// sends them to the host.
 	ExecJudged bool `json:"exec_judged,omitempty"`
+	// JoinTree, when set with JudgeExec, is called in the host with the
+	// target's pid (in the host's pid namespace) at the target's first
+	// exec, before its first instruction: it puts the target in the
+	// cgroup that limits the command's tree (whatever the target starts
+	// is born there), so that init's own threads, which the join given
+	// to Start placed elsewhere, do not count against the tree's process
+	// limit. An error fails the target's exec (EAGAIN): the command never
+	// runs outside its limit.
+	JoinTree func(pid int) error `json:"-"`
+	// TreeJoin is set by Start when JoinTree is used: init asks the host
+	// at the target's first exec.
+	TreeJoin bool `json:"tree_join,omitempty"`
 }
 
 // ExecCall is one program a process of the sandbox starts, as the host's
@@ -311,6 +323,9 @@ type message struct {
 	Err    string  `json:"err,omitempty"`
 	Errno  int     `json:"errno,omitempty"`
 	Exit   *Exit   `json:"exit,omitempty"`
+	// ID is the judgement id of a "join-tree" request (answered like
+	// "file": Allow says the target was placed).
+	ID uint64 `json:"id,omitempty"`
 	// File is a refused file call to judge ("file"); the host answers on
 	// the control socket with a judgement line.
 	File *FileCall `json:"file,omitempty"`

@@ -147,6 +147,7 @@ func (st *initState) askHost(c *seccomp.Call, reason string) bool {
 func (st *initState) ask(m message, id *uint64) bool {
 	st.judged++
 	*id = st.judged
+	m.ID = *id
 	st.send(m)
 	deadline := time.Now().Add(JudgeTimeout)
 	buf := make([]byte, 512)
