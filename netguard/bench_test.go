@@ -25,7 +25,13 @@ func BenchmarkDial(b *testing.B) {
 			}
 			// Reset instead of a FIN so that no TIME_WAIT state piles up
 			// and skews later iterations; raw and guarded alike.
-			c.(*net.TCPConn).SetLinger(0)
+			// A guarded dial returns a *Conn: the TCP connection is
+			// its NetConn.
+			tc := c
+			if nc, ok := c.(interface{ NetConn() net.Conn }); ok {
+				tc = nc.NetConn()
+			}
+			tc.(*net.TCPConn).SetLinger(0)
 			c.Close()
 		}
 	}
