@@ -78,7 +78,7 @@ func TestDownloadsThroughEgressProxy(t *testing.T) {
 			"go.mod":  "module example.com/app\n\ngo 1.22\n",
 			"main.go": "package main\n\nimport (\n\t\"fmt\"\n\n\t\"" + goMod + "\"\n)\n\nfunc main() { fmt.Println(\"uses\", tlsfix.Name()) }\n",
 		})
-		env := []string{"GOPROXY=" + reg.base(regHost) + "/mod", "GOSUMDB=off", "SSL_CERT_FILE=" + reg.caFile}
+		env := []string{"GOPROXY=" + reg.base(regHost) + "/mod", "GOSUMDB=" + reg.gosumdb, "SSL_CERT_FILE=" + reg.caFile}
 		for _, argv := range [][]string{
 			{"go", "mod", "download", goMod + "@" + goModVer},
 			{"go", "get", goMod + "@" + goModVer},
@@ -102,6 +102,9 @@ func TestDownloadsThroughEgressProxy(t *testing.T) {
 		}
 		if !reg.hit(regHost, "/mod/"+goMod+"/@v/"+goModVer+".zip") {
 			t.Error("the module proxy served no zip")
+		}
+		if !reg.hit(regHost, "/sumdb/lookup/"+goMod+"@"+goModVer) {
+			t.Error("the checksum database was not asked")
 		}
 		proved(t, rec, reg.tlsPort, "go")
 	})

@@ -18,6 +18,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha1"
@@ -97,6 +98,7 @@ type registry struct {
 	blob              []byte // /files/blob, for curl
 	gitRoot           string // GIT_PROJECT_ROOT: repo.git
 	gitHead           string // repo.git's HEAD commit
+	gosumdb           string // GOSUMDB for the checksum database under /sumdb
 
 	mu   sync.Mutex
 	hits []string // "host path" of every request served
@@ -300,10 +302,64 @@ func (r *registry) addGoModule(t *testing.T, files map[string][]byte) {
 		t.Fatal(err)
 	}
 	p := "/mod/" + goMod + "/@v/"
+	modFile := []byte("module " + goMod + "\n\ngo 1.22\n")
 	files[p+"list"] = []byte(goModVer + "\n")
 	files[p+goModVer+".info"] = []byte(`{"Version":"` + goModVer + `","Time":"2024-01-01T00:00:00Z"}`)
-	files[p+goModVer+".mod"] = []byte("module " + goMod + "\n\ngo 1.22\n")
+	files[p+goModVer+".mod"] = modFile
 	files[p+goModVer+".zip"] = zbuf.Bytes()
+	r.gosumdb = addSumDB(t, files, r.base(regHost)+"/sumdb", zbuf.Bytes(), modFile)
+}
+
+// addSumDB serves, under /sumdb, a checksum database (the go command's
+// GOSUMDB protocol, golang.org/x/mod/sumdb) holding one record, the
+// go.sum lines of goMod@goModVer: a signed tree of size 1, its lookup and
+// its tiles. It returns the GOSUMDB value naming its key and URL.
+func addSumDB(t *testing.T, files map[string][]byte, url string, modZip, modFile []byte) string {
+	t.Helper()
+	// dirhash.Hash1: sha256 of the sorted "sha256hex  name" lines.
+	hash1 := func(names []string, data func(string) []byte) string {
+		slices.Sort(names)
+		h := sha256.New()
+		for _, n := range names {
+			fmt.Fprintf(h, "%x  %s\n", sha256.Sum256(data(n)), n)
+		}
+		return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil))
+	}
+	zr, err := zip.NewReader(bytes.NewReader(modZip), int64(len(modZip)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zfiles := map[string][]byte{}
+	var names []string
+	for _, f := range zr.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		zfiles[f.Name] = b
+		names = append(names, f.Name)
+	}
+	record := fmt.Sprintf("%s %s %s\n%s %s/go.mod %s\n", goMod, goModVer, hash1(names, func(n string) []byte { return zfiles[n] }),
+		goMod, goModVer, hash1([]string{"go.mod"}, func(string) []byte { return modFile }))
+	// The tree of one record: its hash is the record's leaf hash.
+	leaf := sha256.Sum256(append([]byte{0}, record...))
+	const name = "sumdb.registry.test"
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := append([]byte{1}, pub...) // algorithm 1: Ed25519
+	kh := sha256.Sum256(append([]byte(name+"\n"), key...))
+	text := fmt.Sprintf("go.sum database tree\n1\n%s\n", base64.StdEncoding.EncodeToString(leaf[:]))
+	sig := append(append([]byte(nil), kh[:4]...), ed25519.Sign(priv, []byte(text))...)
+	signed := []byte(text + "\n— " + name + " " + base64.StdEncoding.EncodeToString(sig) + "\n")
+	files["/sumdb/latest"] = signed
+	files["/sumdb/lookup/"+goMod+"@"+goModVer] = append([]byte("0\n"+record+"\n"), signed...)
+	files["/sumdb/tile/8/0/000.p/1"] = leaf[:]
+	files["/sumdb/tile/8/data/000.p/1"] = []byte(record + "\n")
+	return fmt.Sprintf("%s+%08x+%s %s", name, kh[:4], base64.StdEncoding.EncodeToString(key), url)
 }
 
 // addPyPackage serves a wheel of pyPkg through a simple index

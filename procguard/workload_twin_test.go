@@ -51,7 +51,7 @@ var twinLaterSteps = []twinStep{
 // (path and file://) and from the local https git server.
 func twinSteps(t *testing.T, reg *registry, src string) []twinStep {
 	pyEnv := []string{"PIP_INDEX_URL=" + reg.base(regHost) + "/simple/", "PIP_CERT=" + reg.caFile, "PYTHONDONTWRITEBYTECODE=1"}
-	goEnv := []string{"GOPROXY=" + reg.base(regHost) + "/mod", "GOSUMDB=off", "SSL_CERT_FILE=" + reg.caFile}
+	goEnv := []string{"GOPROXY=" + reg.base(regHost) + "/mod", "GOSUMDB=" + reg.gosumdb, "SSL_CERT_FILE=" + reg.caFile}
 	gitEnv := append([]string{"GIT_SSL_CAINFO=" + reg.caFile}, identity...)
 	pip := []string{".venv/bin/python", "-m", "pip", "--disable-pip-version-check"}
 	return []twinStep{
