@@ -110,11 +110,12 @@ func TestDownloadsThroughEgressProxy(t *testing.T) {
 	})
 
 	t.Run("pip", func(t *testing.T) {
-		if out, err := exec.Command("python3", "-c", "import venv, ensurepip").CombinedOutput(); err != nil {
-			t.Skipf("python3 with the venv and ensurepip modules is not installed: %v %s", err, out)
-		}
 		ctx, root, rec := downloadScope(t, reg, []string{"PIP_INDEX_URL", "PIP_CERT"}, nil)
 		ws := filepath.Join(root, "ws")
+		// The python3 the policy's PATH finds, which may not be the host's.
+		if code, out := guarded(t, ctx, ws, nil, "python3", "-c", "import venv, ensurepip"); code != 0 {
+			t.Skipf("python3 (in the policy's PATH) has no venv or ensurepip module: exit %d %s", code, out)
+		}
 		if code, out := guarded(t, ctx, ws, nil, "python3", "-m", "venv", ".venv"); code != 0 {
 			t.Fatalf("python3 -m venv .venv: exit %d\n%s", code, out)
 		}

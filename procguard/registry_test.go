@@ -124,9 +124,10 @@ func (r *registry) hit(host, prefix string) bool {
 // testResolver in netguard.DefaultResolver for the test.
 func startRegistry(t *testing.T) *registry {
 	t.Helper()
-	for _, p := range []string{"git"} {
+	// The docs/agents.md policy's profiles need their main programs.
+	for _, p := range []string{"git", "go", "python3", "make", "sh"} {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed", p)
+			t.Skipf("%s is not installed: the docs/agents.md policy needs it", p)
 		}
 	}
 	dir, err := filepath.EvalSymlinks(t.TempDir())

@@ -113,7 +113,8 @@ func TestAgentWorkloadTwin(t *testing.T) {
 	src := filepath.Join(root, "src")
 	srcHead := makeGitRepo(t, src, false)
 
-	venvOK := exec.Command("python3", "-c", "import venv, ensurepip").Run() == nil
+	// The python3 both twins run is the one the policy's PATH finds.
+	venvOK := exec.Command(lookPathIn(pol.ExecPath(), "python3"), "-c", "import venv, ensurepip").Run() == nil
 	// The raw twin's environment is what the guarded one gets from the
 	// policy, with its own directories (but the shared go build cache, as
 	// in TestAgentWorkload), and the raw proxy for registry.test.
