@@ -33,13 +33,14 @@ type twinStep struct {
 // this test, which need exec-time judgement of scripts (a change under way
 // in procguard/sandbox and policy/exec*). Another engineer adds them here,
 // in this order; they run after twinSteps in both twins and their files
-// are compared with the rest:
+// are compared with the rest (TestAgentWorkload runs the same kinds of
+// step in its own workspace since commit 6093461):
 //
-//	| step                          | command                                                               |
-//	| ----------------------------- | --------------------------------------------------------------------- |
-//	| a heredoc                     | sh -c "cat > NOTES.md <<'EOF' ... EOF"                                 |
-//	| a build script                | sh ./build.sh (functions, a for loop over *.go, set -eu)              |
-//	| git bisect run                | git bisect start HEAD HEAD~1 && git bisect run ./check.sh (in a clone) |
+//	| step            | command                                                                  |
+//	| --------------- | ------------------------------------------------------------------------ |
+//	| a heredoc       | sh -c "cat > NOTES.md <<'EOF' ... EOF"                                    |
+//	| a build script  | sh ./build.sh (functions, a for loop over *.go, set -eu)                 |
+//	| git bisect run  | git bisect start HEAD HEAD~1 && git bisect run ./check.sh (in a clone)   |
 var twinLaterSteps = []twinStep{
 	// (empty: see the table above)
 }
