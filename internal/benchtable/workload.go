@@ -33,7 +33,80 @@ func workloadRows(e *env) ([]*row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []*row{tarRow, buildRow}, nil
+	loopRow, err := execLoopRow(e)
+	if err != nil {
+		return nil, err
+	}
+	judgedBuild, err := goBuildJudgedRow(e)
+	if err != nil {
+		return nil, err
+	}
+	return []*row{tarRow, buildRow, loopRow, judgedBuild}, nil
+}
+
+// execSides returns the two sides of an exec-judgement row: script run
+// by sh in dir (a write root) in the sandbox with the supervisor, every
+// exec after sh's judged by a host judge that allows it (the trap, the
+// round trip to the host and the check at the exec stop), and the same
+// without exec judgement.
+func execSides(dir, script string, env []string, prep func(int) error) (on, off *side, skip string) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return nil, nil, "no sh"
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	run := func(judged bool) func(int) error {
+		return func(int) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*childTimeout)
+			defer cancel()
+			spec := &sandbox.Spec{
+				Path: sh, Args: []string{"sh", "-c", script}, Env: env, Dir: dir,
+				Files: []policy.Spec{{WriteRoots: []string{dir}, Home: dir}},
+			}
+			if judged {
+				spec.JudgeExec = func(*sandbox.ExecCall) bool { return true }
+			}
+			var out bytes.Buffer
+			l, err := sandbox.Start(ctx, spec, sandbox.Stdio{Stdout: &out, Stderr: &out, WaitDelay: time.Second}, nil, nil)
+			if err != nil {
+				return err
+			}
+			st, err := l.Wait()
+			if err != nil || !st.Success() {
+				return fmt.Errorf("%s: %v %v: %.2000s", script, st, err, out.Bytes())
+			}
+			if judged && !l.Report.Exec {
+				return errors.New("execs were not judged")
+			}
+			return nil
+		}
+	}
+	on = &side{name: "exec judged", prep: prep, op: run(true), note: "sh -c '" + script + "' in the sandbox, every exec judged by the host and checked at its exec stop"}
+	off = &side{name: "not judged", prep: prep, op: run(false), note: "the same without exec judgement (file calls supervised on both sides)"}
+	if err := on.op(0); err != nil {
+		return on, off, "the sandbox does not judge execs here: " + err.Error()
+	}
+	return on, off, ""
+}
+
+// execLoopRow is a script that starts 1,000 short programs.
+func execLoopRow(e *env) (*row, error) {
+	dir, err := e.mkdir("workload-exec")
+	if err != nil {
+		return nil, err
+	}
+	// The table's own test (a reduced table: few write roots) runs 50.
+	n := 1000
+	if e.roots != 0 {
+		n = 50
+	}
+	r := &row{group: "workload", call: fmt.Sprintf("sh loop starting %d short programs", n), base: "not judged",
+		n: 1, minRounds: 5, maxRounds: 40,
+		targets: []target{{side: "exec judged", vs: "not judged", maxRatio: 1.15, text: "<= 1.15x not judged"}}}
+	on, off, skip := execSides(dir, fmt.Sprintf("i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done", n), []string{"PATH=/usr/bin:/bin"}, nil)
+	r.sides, r.skip = []*side{off, on}, skip
+	r.cleanup = func() { _ = os.RemoveAll(dir) }
+	return r, nil
 }
 
 // sandboxSides returns the two sides of a workload row: script run by sh
@@ -138,15 +211,34 @@ func tarCommitRow(e *env) (*row, error) {
 
 // goBuildRow builds a small module (its main package changed before each
 // block, so it compiles and links; the standard library comes from a warm
-// cache in the write root).
+// cache in the write root), with and without the file-call supervisor.
 func goBuildRow(e *env) (*row, error) {
-	dir, err := e.mkdir("workload-go")
-	if err != nil {
-		return nil, err
-	}
 	r := &row{group: "workload", call: "go build of a small module (warm cache)", base: "unsupervised",
 		n: 1, minRounds: 5, maxRounds: 40,
 		targets: []target{{side: "supervised", vs: "unsupervised", maxRatio: 1.10, text: "<= 1.10x unsupervised"}}}
+	return goBuild(e, r, "workload-go", sandboxSides)
+}
+
+// goBuildJudgedRow is the same build with and without exec judgement:
+// go build starts compile, asm and link, each judged when it starts.
+func goBuildJudgedRow(e *env) (*row, error) {
+	r := &row{group: "workload", call: "go build of a small module, execs judged", base: "not judged",
+		n: 1, minRounds: 5, maxRounds: 40,
+		targets: []target{{side: "exec judged", vs: "not judged", maxRatio: 1.05, text: "<= 1.05x not judged"}}}
+	if e.roots != 0 {
+		// The reduced table of the package's test: one cold build of the
+		// standard library is enough there.
+		r.skip = "skipped in the reduced table (go build already runs above)"
+		return r, nil
+	}
+	return goBuild(e, r, "workload-go-exec", execSides)
+}
+
+func goBuild(e *env, r *row, name string, sides func(dir, script string, env []string, prep func(int) error) (on, off *side, skip string)) (*row, error) {
+	dir, err := e.mkdir(name)
+	if err != nil {
+		return nil, err
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		r.skip = "go is not on PATH"
@@ -181,7 +273,7 @@ func goBuildRow(e *env) (*row, error) {
 		r.skip = fmt.Sprintf("go build does not run here: %v: %s", err, out)
 		return r, nil
 	}
-	on, off, skip := sandboxSides(dir, "cd mod && go build -o ../out .", env, prep)
+	on, off, skip := sides(dir, "cd mod && go build -o ../out .", env, prep)
 	r.sides, r.skip = []*side{off, on}, skip
 	r.cleanup = func() { _ = os.RemoveAll(dir) }
 	return r, nil
