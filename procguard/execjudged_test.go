@@ -282,3 +282,38 @@ func realBase(t *testing.T, name string) string {
 	}
 	return filepath.Base(r)
 }
+
+// TestLoaderJudgedAsItsProgram: the dynamic loader run as a program is
+// judged as the program it maps: an allowed one runs, one no rule allows
+// is refused, and a loader option that preloads code is a hard denial.
+func TestLoaderJudgedAsItsProgram(t *testing.T) {
+	loader, err := filepath.EvalSymlinks("/lib64/ld-linux-x86-64.so.2")
+	if err != nil {
+		t.Skip("no x86-64 dynamic loader at /lib64")
+	}
+	e := judgedEnv(t, policy.Spec{Exec: judgedTools(t.TempDir())})
+	idProg, err := exec.LookPath("id")
+	if err != nil {
+		t.Skip("id is not installed")
+	}
+	script := loader + ` /bin/cat a.txt; echo "cat=$?"; ` + loader + ` ` + idProg + ` -u; echo "id=$?"; ` +
+		loader + ` --preload /nonexistent.so /bin/cat a.txt; echo "preload=$?"`
+	must(t, os.WriteFile(filepath.Join(e.dir, "a.txt"), []byte("through the loader\n"), 0o644))
+	out, err, c := execJudged(t, e, "sh", "-c", script)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"through the loader", "cat=0", "id=126", "preload=126"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var outcomes []string
+	for _, r := range c.Tree()[1:] {
+		outcomes = append(outcomes, filepath.Base(r.Program)+" "+r.Outcome.String())
+	}
+	want := []string{"cat allowed", "id denied", "cat denied"}
+	if !slices.Equal(outcomes, want) {
+		t.Errorf("judged %q, want %q (each as the program the loader maps)", outcomes, want)
+	}
+}
