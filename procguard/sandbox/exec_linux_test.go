@@ -55,6 +55,9 @@ func (j *execJudge) programs() []string {
 // directory and parent; a refused one fails with EACCES in the shell and
 // runs nothing. Both ways init starts the target are taken.
 func TestExecJudgedInSandbox(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("python3 is needed for the exec from a second thread")
+	}
 	for _, stage := range []bool{false, true} {
 		t.Run(map[bool]string{false: "forked", true: "stage"}[stage], func(t *testing.T) {
 			if stage {
@@ -74,6 +77,7 @@ func TestExecJudgedInSandbox(t *testing.T) {
 for i in 1 2 3; do /bin/true; done
 sh -c '/bin/echo nested'
 X=1 /bin/true
+python3 -c 'import os, threading; t = threading.Thread(target=lambda: os.execv("/bin/echo", ["echo", "from-thread"])); t.start(); t.join()'
 `)
 			j := &execJudge{deny: []string{"denied.sh"}}
 			spec.JudgeExec = j.judge
@@ -86,7 +90,7 @@ X=1 /bin/true
 				t.Skipf("execs are not judged here: %v", l.Report)
 			}
 			out := stdout.String()
-			for _, want := range []string{"allowed-ran", "denied=126", "ok-ran one two words", "nested"} {
+			for _, want := range []string{"allowed-ran", "denied=126", "ok-ran one two words", "nested", "from-thread"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s\n%s", want, out, &stderr)
 				}
@@ -101,7 +105,9 @@ X=1 /bin/true
 			truth, _ := filepath.EvalSymlinks("/bin/true")
 			sh, _ := filepath.EvalSymlinks("/bin/sh")
 			got := j.programs()
-			want := []string{filepath.Base(echo), "denied.sh", "ok.sh", filepath.Base(truth), filepath.Base(truth), filepath.Base(truth), filepath.Base(sh), filepath.Base(echo), filepath.Base(truth)}
+			py, _ := filepath.EvalSymlinks("/usr/bin/python3")
+			want := []string{filepath.Base(echo), "denied.sh", "ok.sh", filepath.Base(truth), filepath.Base(truth), filepath.Base(truth), filepath.Base(sh), filepath.Base(echo), filepath.Base(truth),
+				filepath.Base(py), filepath.Base(echo)} // the last from a thread that is not its process's first
 			if !slices.Equal(got, want) {
 				t.Errorf("judged %q, want %q", got, want)
 			}
