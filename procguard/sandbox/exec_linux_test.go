@@ -71,6 +71,11 @@ func TestExecJudgedInSandbox(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "ok.sh"), []byte("#!/bin/sh -e\necho ok-ran \"$@\"\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
+			// Allowed by the judge, refused by the kernel (not executable):
+			// the shell stays traced after its failed exec and goes on.
+			if err := os.WriteFile(filepath.Join(dir, "noexec.sh"), []byte("#!/bin/sh\necho never\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			spec := shSpec(t, dir, `/bin/echo allowed-ran
 ./denied.sh; echo "denied=$?"
 ./ok.sh one "two words"
@@ -78,6 +83,8 @@ for i in 1 2 3; do /bin/true; done
 sh -c '/bin/echo nested'
 X=1 /bin/true
 python3 -c 'import os, threading; t = threading.Thread(target=lambda: os.execv("/bin/echo", ["echo", "from-thread"])); t.start(); t.join()'
+./noexec.sh; echo "noexec=$?"
+/bin/echo after-failed-exec
 `)
 			j := &execJudge{deny: []string{"denied.sh"}}
 			spec.JudgeExec = j.judge
@@ -90,7 +97,7 @@ python3 -c 'import os, threading; t = threading.Thread(target=lambda: os.execv("
 				t.Skipf("execs are not judged here: %v", l.Report)
 			}
 			out := stdout.String()
-			for _, want := range []string{"allowed-ran", "denied=126", "ok-ran one two words", "nested", "from-thread"} {
+			for _, want := range []string{"allowed-ran", "denied=126", "ok-ran one two words", "nested", "from-thread", "noexec=126", "after-failed-exec"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s\n%s", want, out, &stderr)
 				}
@@ -107,7 +114,8 @@ python3 -c 'import os, threading; t = threading.Thread(target=lambda: os.execv("
 			got := j.programs()
 			py, _ := filepath.EvalSymlinks("/usr/bin/python3")
 			want := []string{filepath.Base(echo), "denied.sh", "ok.sh", filepath.Base(truth), filepath.Base(truth), filepath.Base(truth), filepath.Base(sh), filepath.Base(echo), filepath.Base(truth),
-				filepath.Base(py), filepath.Base(echo)} // the last from a thread that is not its process's first
+				filepath.Base(py), filepath.Base(echo), // the last from a thread that is not its process's first
+				"noexec.sh", filepath.Base(echo)}
 			if !slices.Equal(got, want) {
 				t.Errorf("judged %q, want %q", got, want)
 			}
