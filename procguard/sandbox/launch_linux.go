@@ -131,6 +131,11 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 	}
 	t := &trampoline{proc: proc, ctl: ctl, statusR: statusR, hostNet: hostNet,
 		ready: make(chan struct{}), msgs: make(chan message, 4)}
+	// Blocking reads (Fd puts the pipe in blocking mode): the reader's
+	// thread wakes as soon as init writes, without a hop through the
+	// runtime's poller. A child's exec waits for the host's answer to each
+	// "exec" line, so this wake-up is on every program a command starts.
+	_ = statusR.Fd()
 	t.readers.Add(1)
 	go t.readStatus()
 	return t, nil

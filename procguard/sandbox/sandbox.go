@@ -101,9 +101,10 @@ type Spec struct {
 // execve or execveat, resolved in its context by the supervisor.
 type ExecCall struct {
 	ID uint64 `json:"id"`
-	// Pid is the starting process (its thread group) and PPid its parent,
-	// as the sandbox's pid namespace names them: the target is the root
-	// of the tree (Report.Pid).
+	// Pid is the starting thread (its process's id for a single-threaded
+	// caller, and the process's once the exec is done) and PPid its
+	// parent process, as the sandbox's pid namespace names them: the
+	// target is the root of the tree (Report.Pid).
 	Pid  int `json:"pid"`
 	PPid int `json:"ppid"`
 	// Program is the real path of what is judged: the file named, every
