@@ -175,10 +175,8 @@ func (g *Guard) emit(ctx context.Context, rec *Record) {
 	if !g.logger.Enabled(ctx, level) {
 		return
 	}
-	// The attributes are gathered on the stack (Record.AddAttrs copies
-	// them), not in a slice of their own on the heap.
-	var buf [17]slog.Attr
-	attrs := append(buf[:0],
+	attrs := make([]slog.Attr, 0, 17)
+	attrs = append(attrs,
 		slog.String("outcome", rec.Outcome.String()),
 		slog.String("protocol", rec.Protocol.String()),
 		slog.String("op", rec.Op.String()),
