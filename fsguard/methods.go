@@ -349,7 +349,9 @@ func (f *Fs) statByName(opName, name, cwd string, follow bool) (fs.FileInfo, boo
 // (see quietRead): a name a system call can take, in a silent scope whose
 // policies deny no read. Nothing is decided, so no call is built.
 func (f *Fs) quiet(name string) bool {
-	return name != "" && strings.IndexByte(name, 0) < 0 && f.quietRead()
+	// quietRead first: when it is false (checks on) the route's badName
+	// scans the name, so it is not scanned twice.
+	return name != "" && f.quietRead() && strings.IndexByte(name, 0) < 0
 }
 
 // ReadlinkIfPossible returns the target of the symbolic link name.
