@@ -160,6 +160,12 @@ func (s *Scope) Policies() []*policy.Policy {
 	return append([]*policy.Policy{s.g.Policy()}, s.restrict...)
 }
 
+// AsksOnCall reports whether the scope's guard has an OnCall callback.
+// One sees every call, allowed ones included, and may answer each
+// differently: without it, an allowed call's outcome is the policy's
+// alone, and the same call is allowed again.
+func (s *Scope) AsksOnCall() bool { return s != nil && s.g != nil && s.g.onCall != nil }
+
 // Mode returns the guard's mode for protocol p.
 func (s *Scope) Mode(p Protocol) Mode { return s.g.Mode(p) }
 

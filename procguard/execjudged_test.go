@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -315,5 +316,60 @@ func TestLoaderJudgedAsItsProgram(t *testing.T) {
 	want := []string{"cat allowed", "id denied", "cat denied"}
 	if !slices.Equal(outcomes, want) {
 		t.Errorf("judged %q, want %q (each as the program the loader maps)", outcomes, want)
+	}
+}
+
+// TestRepeatedExecs: without OnCall, an exec the host allowed is let run
+// again by the sandbox without a round trip, and still recorded each time;
+// with OnCall, which sees every call, each one is asked.
+func TestRepeatedExecs(t *testing.T) {
+	for _, withOnCall := range []bool{false, true} {
+		t.Run(map[bool]string{false: "policy alone", true: "OnCall"}[withOnCall], func(t *testing.T) {
+			var mu sync.Mutex
+			asked := 0
+			opts := []audit.Option{audit.WithLogAllows()}
+			if withOnCall {
+				opts = append(opts, audit.WithOnCall(func(_ context.Context, ev *audit.Event) audit.Verdict {
+					if ev.Protocol == audit.Exec && len(ev.Argv) > 0 && ev.Argv[0] == "/bin/true" {
+						mu.Lock()
+						asked++
+						mu.Unlock()
+					}
+					return audit.Continue
+				}))
+			}
+			e := judgedEnv(t, policy.Spec{Exec: judgedTools(t.TempDir())}, opts...)
+			out, err, c := execJudged(t, e, "sh", "-c", `for i in 1 2 3 4 5; do /bin/true; done; echo done`)
+			if err != nil || !strings.Contains(out, "done") {
+				t.Fatalf("%v %q", err, out)
+			}
+			runs, repeats := 0, 0
+			for _, r := range e.rec.Records() {
+				if r.Protocol == audit.Exec && len(r.Argv) > 0 && r.Argv[0] == "/bin/true" {
+					runs++
+					if r.Outcome != audit.Allowed {
+						t.Errorf("record %+v", r)
+					}
+					if strings.Contains(r.Detail, "a repeat of an allowed exec") {
+						repeats++
+					}
+				}
+			}
+			tree := 0
+			for _, r := range c.Tree() {
+				if filepath.Base(r.Program) == "true" {
+					tree++
+				}
+			}
+			if runs != 5 || tree != 5 {
+				t.Errorf("records %d, tree %d: want every run of /bin/true (5)", runs, tree)
+			}
+			switch {
+			case withOnCall && (asked != 5 || repeats != 0):
+				t.Errorf("with OnCall: asked %d times, %d repeats; want 5 and 0", asked, repeats)
+			case !withOnCall && repeats != 4:
+				t.Errorf("policy alone: %d repeats, want 4 (the first is asked)", repeats)
+			}
+		})
 	}
 }

@@ -101,13 +101,21 @@ func (c *Cmd) judgeExec(ec *sandbox.ExecCall) bool {
 	if ec.Changed {
 		detail.WriteString("; killed at its exec: the kernel ran another program, argv or environment than this one")
 	}
+	if ec.Repeat {
+		detail.WriteString("; a repeat of an allowed exec, let run by the sandbox")
+	}
 	ev := &audit.Event{Protocol: audit.Exec, Op: policy.OpExec, Target: argv0(ec.Argv), Argv: ec.Argv,
 		Program: ec.Program, Resolved: ec.Program, Detail: detail.String()}
+	scope := audit.From(c.ctx)
 	var req audit.Request = childExecRequest{ec: ec}
-	if pols := audit.From(c.ctx).Policies(); len(pols) > 0 {
+	if pols := scope.Policies(); len(pols) > 0 {
 		req = newChildExecRequest(ec, pols[0])
 	}
 	res := audit.Decide(c.ctx, ev, req)
+	// Without OnCall, an allowed outcome is the policy's alone: the
+	// sandbox may let this very call run again without asking, and
+	// reports it (Repeat) to be recorded.
+	ec.Cacheable = res.Outcome == audit.Allowed && !scope.AsksOnCall()
 	c.tree.add(ProgramRun{Pid: ec.Pid, PPid: ec.PPid, Program: ec.Program, Argv: ec.Argv, Dir: ec.Dir,
 		Interp: ec.Interp, Outcome: res.Outcome, Rule: res.Rule, Killed: ec.Changed})
 	return res.Allowed

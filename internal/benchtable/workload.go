@@ -46,8 +46,9 @@ func workloadRows(e *env) ([]*row, error) {
 
 // execSides returns the two sides of an exec-judgement row: script run
 // by sh in dir (a write root) in the sandbox with the supervisor, every
-// exec after sh's judged by a host judge that allows it (the trap, the
-// round trip to the host and the check at the exec stop), and the same
+// exec after sh's judged by a host judge that allows it as a host without
+// OnCall does (the trap, the round trip to the host for a call not seen
+// before, a report of a repeat, the check at the exec stop), and the same
 // without exec judgement.
 func execSides(dir, script string, env []string, prep func(int) error) (on, off *side, skip string) {
 	sh, err := exec.LookPath("sh")
@@ -64,7 +65,10 @@ func execSides(dir, script string, env []string, prep func(int) error) (on, off 
 				Files: []policy.Spec{{WriteRoots: []string{dir}, Home: dir}},
 			}
 			if judged {
-				spec.JudgeExec = func(*sandbox.ExecCall) bool { return true }
+				// A host without OnCall: the policy alone allows, and the
+				// sandbox lets repeats of an allowed call run (recorded,
+				// not asked).
+				spec.JudgeExec = func(ec *sandbox.ExecCall) bool { ec.Cacheable = true; return true }
 			}
 			var out bytes.Buffer
 			l, err := sandbox.Start(ctx, spec, sandbox.Stdio{Stdout: &out, Stderr: &out, WaitDelay: time.Second}, nil, nil)

@@ -46,6 +46,9 @@ type execs struct {
 	base    map[string]bool      // the command's own environment entries
 	// Buffers for the proc files read for every exec.
 	statBuf, cmdBuf, envBuf []byte
+	// allowed holds the execs the host allowed and said it would allow
+	// again without asking (judgement.Cache), by ExecCall.key.
+	allowed map[string]bool
 	// envScripts: processes running env as a script's "#!/usr/bin/env
 	// NAME" interpreter, by thread group id: the script and NAME.
 	envScripts map[int][2]string
@@ -75,7 +78,7 @@ func newExecs(env []string) (*execs, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	x := &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}, base: map[string]bool{}, envScripts: map[int][2]string{}}
+	x := &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}, base: map[string]bool{}, envScripts: map[int][2]string{}, allowed: map[string]bool{}}
 	for _, kv := range env {
 		x.base[kv] = true
 	}
@@ -96,7 +99,7 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 			// The host puts the target in the tree's cgroup now, before
 			// its first instruction; init's threads stay out of it.
 			var id uint64
-			if st.ctl == nil || !st.ask(message{Event: "join-tree"}, &id) {
+			if st.ctl == nil || !st.ask(message{Event: "join-tree"}, &id).Allow {
 				return unix.EAGAIN
 			}
 		}
@@ -109,7 +112,25 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 			ec.InterpreterOf = g[0]
 		}
 	}
-	if st.ctl != nil && st.ask(message{Event: "exec", Exec: ec}, &ec.ID) && ec.Reason == "" {
+	key := ec.key()
+	if x.allowed[key] {
+		// The host allowed this very call before and said it would again
+		// without asking anyone: it is told (and records it), not asked.
+		ec.Repeat = true
+		st.send(message{Event: "exec-repeat", Exec: ec})
+		x.judged = ec
+		if name := envInterpreter(c.Exec); name != "" {
+			x.envScripts[ec.Pid] = [2]string{ec.Program, name}
+		}
+		return 0
+	}
+	if st.ctl == nil {
+		return unix.EACCES
+	}
+	if j := st.ask(message{Event: "exec", Exec: ec}, &ec.ID); j.Allow && ec.Reason == "" {
+		if j.Cache && len(x.allowed) < maxAllowedExecs {
+			x.allowed[key] = true
+		}
 		x.judged = ec
 		if name := envInterpreter(c.Exec); name != "" {
 			x.envScripts[ec.Pid] = [2]string{ec.Program, name}
@@ -146,6 +167,25 @@ func (st *initState) execCall(c *seccomp.Call) *ExecCall {
 		}
 	}
 	return ec
+}
+
+// maxAllowedExecs bounds the allowed execs init remembers: past it, new
+// ones are asked each time.
+const maxAllowedExecs = 4096
+
+// key is what the host's judgement of an exec depends on: everything it
+// is sent but the ids and the parent (the working directory is not
+// judged, but a script's relative names are resolved in it).
+func (ec *ExecCall) key() string {
+	var b strings.Builder
+	for _, part := range [][]string{{ec.Program, ec.Dir, ec.Loader, ec.InterpreterOf, ec.Reason}, ec.Argv, ec.Interp, ec.LoaderOptions, ec.Set} {
+		for _, s := range part {
+			b.WriteString(s)
+			b.WriteByte(0)
+		}
+		b.WriteByte(1)
+	}
+	return b.String()
 }
 
 // envInterpreter is NAME when the kernel runs a script through

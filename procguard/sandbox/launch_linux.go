@@ -175,7 +175,7 @@ func (t *trampoline) readStatus() {
 		case "exec":
 			t.answerExec(m.Exec, true)
 			continue
-		case "exec-changed":
+		case "exec-changed", "exec-repeat":
 			t.answerExec(m.Exec, false)
 			continue
 		case "join-tree":
@@ -225,7 +225,7 @@ func (t *trampoline) answerExec(ec *ExecCall, reply bool) {
 	if !reply {
 		return
 	}
-	b, err := json.Marshal(judgement{ID: ec.ID, Allow: allow})
+	b, err := json.Marshal(judgement{ID: ec.ID, Allow: allow, Cache: allow && ec.Cacheable})
 	if err != nil {
 		return
 	}

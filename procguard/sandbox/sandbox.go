@@ -139,6 +139,16 @@ type ExecCall struct {
 	// stop: the kernel ran another program, argv or environment than the
 	// one judged (another thread or process rewrote them in between).
 	Changed bool `json:"changed,omitempty"`
+	// Repeat is set on a report of an exec init allowed without asking:
+	// the host had said this very ExecCall (program, argv, interpreters,
+	// loader, variables set) is allowed and Cacheable. JudgeExec is still
+	// called, so it is recorded; its answer is not waited for.
+	Repeat bool `json:"repeat,omitempty"`
+	// Cacheable is set by JudgeExec when it allowed the call and would
+	// allow the same call again without asking anyone (no OnCall, which
+	// sees every call; an outcome of the policy alone): init then allows
+	// its repeats without a round trip to the host (Repeat).
+	Cacheable bool `json:"-"`
 }
 
 // JudgeTimeout bounds how long a child's file call waits for Spec.Judge:
@@ -339,6 +349,9 @@ type message struct {
 type judgement struct {
 	ID    uint64 `json:"id"`
 	Allow bool   `json:"allow"`
+	// Cache: an "exec" the host allowed would be allowed again, with no
+	// callback asked, for the same ExecCall (ExecCall.Cacheable).
+	Cache bool `json:"cache,omitempty"`
 }
 
 // setupErr rebuilds a *SetupError from its message, keeping the errno so

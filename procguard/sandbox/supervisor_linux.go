@@ -137,14 +137,14 @@ func (st *initState) askHost(c *seccomp.Call, reason string) bool {
 	for _, p := range c.Paths {
 		fc.Paths = append(fc.Paths, p.Name)
 	}
-	return st.ask(message{Event: "file", File: fc}, &fc.ID)
+	return st.ask(message{Event: "file", File: fc}, &fc.ID).Allow
 }
 
 // ask sends m to the host with a new judgement id (stored in *id first)
 // and waits, at most JudgeTimeout, for the host's judgement of it. A host
 // that does not answer in time, or an answer that cannot be read, is a
 // refusal; a late answer is skipped when the next one is read.
-func (st *initState) ask(m message, id *uint64) bool {
+func (st *initState) ask(m message, id *uint64) judgement {
 	st.judged++
 	*id = st.judged
 	m.ID = *id
@@ -161,12 +161,12 @@ func (st *initState) ask(m message, id *uint64) bool {
 			var j judgement
 			if json.Unmarshal(line, &j) == nil && j.ID == *id {
 				st.ctlBuf = slices.Clip(st.ctlBuf)
-				return j.Allow
+				return j
 			}
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return false
+			return judgement{}
 		}
 		fds := []unix.PollFd{{Fd: int32(st.ctl.Fd()), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, int(wait/time.Millisecond)+1)
@@ -174,12 +174,12 @@ func (st *initState) ask(m message, id *uint64) bool {
 			continue
 		}
 		if err != nil || n == 0 {
-			return false
+			return judgement{}
 		}
 		r, err := unix.Read(int(st.ctl.Fd()), buf)
 		if err != nil || r <= 0 {
 			st.ctl = nil // the host went away: refusals stand from now on
-			return false
+			return judgement{}
 		}
 		if len(st.ctlBuf) > 1<<16 {
 			st.ctlBuf = nil
