@@ -20,7 +20,11 @@ func TestTable(t *testing.T) {
 	}
 	parent := t.TempDir()
 	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The whole table, workload rows included (a go build, a shell loop
+	// of short programs), took about two minutes under -race on the
+	// loaded 2-core VM: the bound leaves room for that, well inside go
+	// test's own 10 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	err := runTable(ctx, &out, options{cfg: config{N: 2, Rounds: 1}, parent: parent, roots: 100})
 	t.Log("\n" + out.String())
