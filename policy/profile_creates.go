@@ -24,6 +24,11 @@ import (
 //     plain options may write and remove redirect files (GitRedirectEntry:
 //     the new worktree's .git pointer file, worktrees/<name>/commondir and
 //     gitdir), which it fills with paths it computes itself;
+//   - `git submodule update` of submodules already configured, with
+//     options that initialise, register or re-point none (plainGitSubmoduleUpdate),
+//     may write configuration: it sets core.worktree in each submodule's
+//     .git/modules/<name>/config to the path it computes (git 2.39,
+//     connect_work_tree_and_git_dir);
 //
 // init and clone run with variables forced so that no template (no sample
 // hooks: an empty GIT_TEMPLATE_DIR makes git copy none) and no user or
@@ -56,6 +61,11 @@ var (
 		Env:       gitDefaultsEnv,
 		Why:       "git clone writes the new repository's .git/config from its defaults and the URL it was given (git profile; no template, no user or system configuration)",
 	}
+	gitSubmoduleCreation = &ToolCreation{
+		Protected: []string{GitConfigEntry},
+		Env:       gitDefaultsEnv, // a configured submodule not cloned yet is cloned: with no template hooks
+		Why:       "git submodule update sets core.worktree in each submodule's configuration to the path it computes (git profile; submodules already configured)",
+	}
 	gitWorktreeCreation = &ToolCreation{
 		Protected: []string{GitRedirectEntry},
 		Why:       "git worktree writes a worktree's .git pointer file and its commondir and gitdir from the paths it computes (git profile)",
@@ -85,8 +95,45 @@ func (p *Policy) ToolCreation(pl *ExecPlan) *ToolCreation {
 		return gitCloneCreation
 	case plainGitWorktree(c.Argv):
 		return gitWorktreeCreation
+	case plainGitSubmoduleUpdate(c.Argv):
+		return gitSubmoduleCreation
 	}
 	return nil
+}
+
+// plainGitSubmoduleUpdate reports whether argv is `git submodule update`
+// of submodules already configured: only -q/--quiet, --checkout,
+// --no-fetch/-N, --force/-f, --recursive, --jobs/-j N and paths
+// (git-submodule(1), git 2.39). --init and --remote (which write or
+// follow configuration), --merge, --rebase, --reference, --depth and the
+// rest are not plain.
+func plainGitSubmoduleUpdate(argv []string) bool {
+	i := 2
+	if len(argv) < 3 || argv[1] != "submodule" {
+		return false
+	}
+	for i < len(argv) && (argv[i] == "-q" || argv[i] == "--quiet") {
+		i++
+	}
+	if i >= len(argv) || argv[i] != "update" {
+		return false
+	}
+	for i++; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "-q" || a == "--quiet" || a == "--checkout" || a == "--no-fetch" || a == "-N" ||
+			a == "--force" || a == "-f" || a == "--recursive" || a == "--":
+		case a == "--jobs" || a == "-j":
+			i++
+			if i >= len(argv) {
+				return false
+			}
+		case strings.HasPrefix(a, "--jobs=") || strings.HasPrefix(a, "-j") && len(a) > 2:
+		case a != "" && a[0] != '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // profileProgram reports whether program (a real path) is a program rule

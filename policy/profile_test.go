@@ -243,6 +243,11 @@ func TestToolCreation(t *testing.T) {
 		{[]string{"git", "worktree", "prune"}, true},
 		{[]string{"git", "worktree", "list"}, false},
 		{[]string{"git", "worktree", "add", "--unknown", "../wt"}, false},
+		{[]string{"git", "submodule", "update"}, true},
+		{[]string{"git", "submodule", "-q", "update", "--recursive", "-j", "4", "--", "lib"}, true},
+		{[]string{"git", "submodule", "update", "--init"}, false},
+		{[]string{"git", "submodule", "update", "--remote"}, false},
+		{[]string{"git", "submodule", "add", "../x", "lib"}, false},
 	}
 	for _, tc := range tests {
 		got := withProfile.ToolCreation(plan(tc.argv...))
