@@ -53,10 +53,15 @@ type execs struct {
 	// NAME" interpreter, by thread group id: the script and NAME.
 	envScripts map[int][2]string
 
-	efd    int // eventfd: the reaper wrote stops for the serving thread
-	mu     sync.Mutex
-	events []traceEvent
-	traced map[int]bool // pids the serving thread traces
+	efd int // eventfd: the reaper wrote stops for the serving thread
+	// repeats are reports of repeated execs not sent yet (repeat);
+	// flushed is set once init sent its last batch.
+	repeatMu sync.Mutex
+	repeats  []*ExecCall
+	flushed  bool
+	mu       sync.Mutex
+	events   []traceEvent
+	traced   map[int]bool // pids the serving thread traces
 }
 
 // expectation is what a seized caller's exec must run.
@@ -117,7 +122,7 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 		// The host allowed this very call before and said it would again
 		// without asking anyone: it is told (and records it), not asked.
 		ec.Repeat = true
-		st.send(message{Event: "exec-repeat", Exec: ec})
+		x.repeat(st, ec)
 		x.judged = ec
 		if name := envInterpreter(c.Exec); name != "" {
 			x.envScripts[ec.Pid] = [2]string{ec.Program, name}
@@ -167,6 +172,48 @@ func (st *initState) execCall(c *seccomp.Call) *ExecCall {
 		}
 	}
 	return ec
+}
+
+// repeatBatch is how many reports of repeated execs init gathers into one
+// message: a loop's programs cost the host one wake-up per batch, not one
+// each.
+const repeatBatch = 32
+
+// repeat reports a repeated exec to the host, in batches: a batch goes
+// when it is full, before init asks the host anything (so the host's
+// records keep their order), and when the target has exited (flush),
+// before init's exit message; the host reads the stream to its end before
+// Wait returns, so the command's records and tree are whole by then.
+func (x *execs) repeat(st *initState, ec *ExecCall) {
+	x.repeatMu.Lock()
+	x.repeats = append(x.repeats, ec)
+	full := len(x.repeats) >= repeatBatch || x.flushed
+	x.repeatMu.Unlock()
+	if full {
+		x.flush(st)
+	}
+}
+
+// flush sends the reports gathered so far.
+func (x *execs) flush(st *initState) {
+	x.repeatMu.Lock()
+	batch := x.repeats
+	x.repeats = nil
+	x.repeatMu.Unlock()
+	if len(batch) > 0 {
+		st.send(message{Event: "exec-repeats", Execs: batch})
+	}
+}
+
+// flushRepeats sends what is left at the end: later repeats (a background
+// job outliving the target) go one by one.
+func (st *initState) flushRepeats() {
+	if x := st.execs; x != nil {
+		x.repeatMu.Lock()
+		x.flushed = true
+		x.repeatMu.Unlock()
+		x.flush(st)
+	}
 }
 
 // maxAllowedExecs bounds the allowed execs init remembers: past it, new

@@ -175,8 +175,13 @@ func (t *trampoline) readStatus() {
 		case "exec":
 			t.answerExec(m.Exec, true)
 			continue
-		case "exec-changed", "exec-repeat":
+		case "exec-changed":
 			t.answerExec(m.Exec, false)
+			continue
+		case "exec-repeats":
+			for _, ec := range m.Execs {
+				t.answerExec(ec, false)
+			}
 			continue
 		case "join-tree":
 			t.answerJoin(m.ID)

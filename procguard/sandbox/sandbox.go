@@ -142,7 +142,10 @@ type ExecCall struct {
 	// Repeat is set on a report of an exec init allowed without asking:
 	// the host had said this very ExecCall (program, argv, interpreters,
 	// loader, variables set) is allowed and Cacheable. JudgeExec is still
-	// called, so it is recorded; its answer is not waited for.
+	// called, so it is recorded, but later: reports come in batches (at
+	// most 32, before any question init asks, and at the target's exit,
+	// so all before Wait returns unless the sandbox is killed first); the
+	// answer is not waited for.
 	Repeat bool `json:"repeat,omitempty"`
 	// Cacheable is set by JudgeExec when it allowed the call and would
 	// allow the same call again without asking anyone (no OnCall, which
@@ -343,6 +346,9 @@ type message struct {
 	// Exec is a program to judge ("exec", answered like "file"), or one
 	// killed at its exec stop ("exec-changed", not answered).
 	Exec *ExecCall `json:"exec,omitempty"`
+	// Execs are repeats of allowed execs init let run ("exec-repeats",
+	// not answered), in the order they ran.
+	Execs []*ExecCall `json:"execs,omitempty"`
 }
 
 // judgement is the host's answer to a "file" message.

@@ -145,6 +145,9 @@ func (st *initState) askHost(c *seccomp.Call, reason string) bool {
 // that does not answer in time, or an answer that cannot be read, is a
 // refusal; a late answer is skipped when the next one is read.
 func (st *initState) ask(m message, id *uint64) judgement {
+	if st.execs != nil {
+		st.execs.flush(st) // the host records in the order things ran
+	}
 	st.judged++
 	*id = st.judged
 	m.ID = *id

@@ -183,6 +183,7 @@ func (st *initState) runCommand() int {
 	st.forwardTo.Store(int32(st.targetPid))
 	st.send(message{Event: "started", Report: &st.report})
 	exit := st.reap()
+	st.flushRepeats()
 	close(st.stop)
 	st.send(message{Event: "exit", Exit: &exit})
 	if exit.Signal != 0 {
