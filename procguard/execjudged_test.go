@@ -2,8 +2,6 @@ package procguard_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,22 +38,7 @@ func judgedTools(bin string) policy.ExecSpec {
 // judgement lets through.
 func judgedEnv(t *testing.T, spec policy.Spec, opts ...audit.Option) *env {
 	t.Helper()
-	t.Setenv("HOME", t.TempDir())
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	must(t, err)
-	spec.WriteRoots = append(spec.WriteRoots, dir)
-	spec.Exec.Timeout = 20 * time.Second
-	pol, err := policy.New(spec)
-	must(t, err)
-	rec := audit.NewRecorder()
-	g, err := audit.New(pol, append([]audit.Option{audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)}, opts...)...)
-	must(t, err)
-	ctx, release, err := g.Enter(context.Background())
-	must(t, err)
-	t.Cleanup(release)
-	e := &env{ctx: ctx, dir: dir, rec: rec, pol: pol}
-	needSandbox(t, e)
-	return e
+	return newSandboxEnv(t, spec, opts...)
 }
 
 // execJudged runs script in the sandbox through sh -c (or argv when

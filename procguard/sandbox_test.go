@@ -37,6 +37,13 @@ import (
 // and skips when this host cannot build the sandbox.
 func sandboxEnv(t *testing.T, spec policy.Spec, opts ...audit.Option) *env {
 	t.Helper()
+	return newSandboxEnv(t, spec, append(pastArgv(), opts...)...)
+}
+
+// newSandboxEnv is sandboxEnv with only the options given (the argv
+// layer's refusals stand).
+func newSandboxEnv(t *testing.T, spec policy.Spec, opts ...audit.Option) *env {
+	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -51,7 +58,7 @@ func sandboxEnv(t *testing.T, spec policy.Spec, opts ...audit.Option) *env {
 		t.Fatal(err)
 	}
 	rec := audit.NewRecorder()
-	g, err := audit.New(pol, append(append(pastArgv(), audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)), opts...)...)
+	g, err := audit.New(pol, append([]audit.Option{audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), audit.WithRecorder(rec)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

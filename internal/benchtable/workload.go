@@ -51,12 +51,40 @@ func workloadRows(e *env) ([]*row, error) {
 // before, a report of a repeat, the check at the exec stop), and the same
 // without exec judgement.
 func execSides(dir, script string, env []string, prep func(int) error) (on, off *side, skip string) {
+	return workSides(dir, script, env, prep, func(spec *sandbox.Spec, on bool) {
+		if on {
+			// A host without OnCall: the policy alone allows, and the
+			// sandbox lets repeats of an allowed call run (recorded, not
+			// asked).
+			spec.JudgeExec = func(ec *sandbox.ExecCall) bool { ec.Cacheable = true; return true }
+		}
+	}, func(l *sandbox.Launch, on bool) error {
+		if on && !l.Report.Exec {
+			return errors.New("execs were not judged")
+		}
+		return nil
+	}, sideNames{"exec judged", "not judged",
+		"in the sandbox, every exec judged by the host and checked at its exec stop",
+		"the same without exec judgement (file calls supervised on both sides)",
+		"the sandbox does not judge execs here: "})
+}
+
+// sideNames name a workload row's two sides and say what they run.
+type sideNames struct{ on, off, onNote, offNote, skip string }
+
+// workSides returns the two sides of a workload row: script run by sh in
+// dir (a write root) in the sandbox, set by configure for the side on or
+// off, each run checked by check. prep runs before each side's block,
+// untimed. The on side is run once first: where it fails, the row is
+// skipped with names.skip and the error.
+func workSides(dir, script string, env []string, prep func(int) error,
+	configure func(*sandbox.Spec, bool), check func(*sandbox.Launch, bool) error, names sideNames) (on, off *side, skip string) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		return nil, nil, "no sh"
 	}
 	sh, _ = filepath.EvalSymlinks(sh)
-	run := func(judged bool) func(int) error {
+	run := func(onSide bool) func(int) error {
 		return func(int) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*childTimeout)
 			defer cancel()
@@ -64,12 +92,7 @@ func execSides(dir, script string, env []string, prep func(int) error) (on, off 
 				Path: sh, Args: []string{"sh", "-c", script}, Env: env, Dir: dir,
 				Files: []policy.Spec{{WriteRoots: []string{dir}, Home: dir}},
 			}
-			if judged {
-				// A host without OnCall: the policy alone allows, and the
-				// sandbox lets repeats of an allowed call run (recorded,
-				// not asked).
-				spec.JudgeExec = func(ec *sandbox.ExecCall) bool { ec.Cacheable = true; return true }
-			}
+			configure(spec, onSide)
 			var out bytes.Buffer
 			l, err := sandbox.Start(ctx, spec, sandbox.Stdio{Stdout: &out, Stderr: &out, WaitDelay: time.Second}, nil, nil)
 			if err != nil {
@@ -79,16 +102,13 @@ func execSides(dir, script string, env []string, prep func(int) error) (on, off 
 			if err != nil || !st.Success() {
 				return fmt.Errorf("%s: %v %v: %.2000s", script, st, err, out.Bytes())
 			}
-			if judged && !l.Report.Exec {
-				return errors.New("execs were not judged")
-			}
-			return nil
+			return check(l, onSide)
 		}
 	}
-	on = &side{name: "exec judged", prep: prep, op: run(true), note: "sh -c '" + script + "' in the sandbox, every exec judged by the host and checked at its exec stop"}
-	off = &side{name: "not judged", prep: prep, op: run(false), note: "the same without exec judgement (file calls supervised on both sides)"}
+	on = &side{name: names.on, prep: prep, op: run(true), note: "sh -c '" + script + "' " + names.onNote}
+	off = &side{name: names.off, prep: prep, op: run(false), note: names.offNote}
 	if err := on.op(0); err != nil {
-		return on, off, "the sandbox does not judge execs here: " + err.Error()
+		return on, off, names.skip + err.Error()
 	}
 	return on, off, ""
 }
@@ -114,44 +134,17 @@ func execLoopRow(e *env) (*row, error) {
 }
 
 // sandboxSides returns the two sides of a workload row: script run by sh
-// in dir, a write root, with and without the supervisor. prep runs before
-// each side's block, untimed.
+// in dir, a write root, with and without the supervisor (Spec.NoSeccomp).
+// prep runs before each side's block, untimed.
 func sandboxSides(dir, script string, env []string, prep func(int) error) (on, off *side, skip string) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		return nil, nil, "no sh"
-	}
-	sh, _ = filepath.EvalSymlinks(sh)
-	run := func(noSeccomp bool) func(int) error {
-		return func(int) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*childTimeout)
-			defer cancel()
-			spec := &sandbox.Spec{
-				Path: sh, Args: []string{"sh", "-c", script}, Env: env, Dir: dir,
-				Files:     []policy.Spec{{WriteRoots: []string{dir}, Home: dir}},
-				NoSeccomp: noSeccomp,
-			}
-			var out bytes.Buffer
-			l, err := sandbox.Start(ctx, spec, sandbox.Stdio{Stdout: &out, Stderr: &out, WaitDelay: time.Second}, nil, nil)
-			if err != nil {
-				return err
-			}
-			st, err := l.Wait()
-			if err != nil || !st.Success() {
-				return fmt.Errorf("%s: %v %v: %.2000s", script, st, err, out.Bytes())
-			}
-			if !noSeccomp && !l.Report.Seccomp {
+	return workSides(dir, script, env, prep, func(spec *sandbox.Spec, on bool) { spec.NoSeccomp = !on },
+		func(l *sandbox.Launch, on bool) error {
+			if on && !l.Report.Seccomp {
 				return errors.New("the supervisor did not run")
 			}
 			return nil
-		}
-	}
-	on = &side{name: "supervised", prep: prep, op: run(false), note: "sh -c '" + script + "' in the sandbox, file calls supervised"}
-	off = &side{name: "unsupervised", prep: prep, op: run(true), note: "the same with Spec.NoSeccomp"}
-	if err := on.op(0); err != nil {
-		return on, off, "the sandbox does not run it here: " + err.Error()
-	}
-	return on, off, ""
+		}, sideNames{"supervised", "unsupervised", "in the sandbox, file calls supervised",
+			"the same with Spec.NoSeccomp", "the sandbox does not run it here: "})
 }
 
 // tarCommitRow extracts an archive of workloadFiles small files into a

@@ -89,21 +89,10 @@ func (t *task) exec(r *request, name string) unix.Errno {
 		if len(x.Interp) == maxInterpDepth {
 			return unix.ELOOP
 		}
-		start := -1
-		if !strings.HasPrefix(iname, "/") {
-			var e unix.Errno
-			if start, e = r.w.start(unix.AT_FDCWD); e != 0 {
-				return e
-			}
-		}
-		tg, e := r.w.withID(r.w.lookup(start, iname, true, scope{}))
-		if start >= 0 {
-			unix.Close(start)
-		}
+		tg, e := r.hold(iname)
 		if e != 0 {
 			return e
 		}
-		r.targets = append(r.targets, tg)
 		if tg.mode == 0 {
 			return unix.ENOENT
 		}
@@ -111,7 +100,7 @@ func (t *task) exec(r *request, name string) unix.Errno {
 			return unix.EACCES
 		}
 		x.Interp = append(x.Interp, Interp{Name: iname, Arg: iarg, Path: Path{Name: tg.path, Mode: tg.mode, Dev: tg.dev, Ino: tg.ino}})
-		if head, e = readHead(&r.targets[len(r.targets)-1]); e != 0 {
+		if head, e = readHead(tg); e != 0 {
 			return e
 		}
 	}
@@ -167,26 +156,36 @@ func (t *task) loaded(r *request, x *Exec) unix.Errno {
 	if !strings.ContainsRune(prog, '/') {
 		return 0 // searched like a library: Path stays unnamed
 	}
-	start := -1
-	if !strings.HasPrefix(prog, "/") {
-		var e unix.Errno
-		if start, e = r.w.start(unix.AT_FDCWD); e != 0 {
-			return e
-		}
-	}
-	tg, e := r.w.withID(r.w.lookup(start, prog, true, scope{}))
-	if start >= 0 {
-		unix.Close(start)
-	}
+	tg, e := r.hold(prog)
 	if e != 0 {
 		return e
 	}
-	r.targets = append(r.targets, tg)
 	l.Path = Path{Name: tg.path, Mode: tg.mode, Dev: tg.dev, Ino: tg.ino}
 	return 0
 }
 
-// loaderNames are the dynamic loaders' file names (glibc's and musl's,
+// hold resolves a name the kernel or the loader opens for the task (an
+// interpreter, the loader's program): absolute from the task's root, else
+// from its cwd, every link followed. The target is kept in r.targets, so
+// it is closed with the request.
+func (r *request) hold(name string) (*target, unix.Errno) {
+	start := -1
+	if !strings.HasPrefix(name, "/") {
+		var e unix.Errno
+		if start, e = r.w.start(unix.AT_FDCWD); e != 0 {
+			return nil, e
+		}
+		defer unix.Close(start)
+	}
+	tg, e := r.w.withID(r.w.lookup(start, name, true, scope{}))
+	if e != 0 {
+		return nil, e
+	}
+	r.targets = append(r.targets, tg)
+	return &r.targets[len(r.targets)-1], 0
+}
+
+// isLoader reports whether name is a dynamic loader (glibc's or musl's,
 // every architecture Debian ships): run as a program, each maps the
 // program its first argument names.
 func isLoader(name string) bool {
