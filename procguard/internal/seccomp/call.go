@@ -28,6 +28,13 @@ type Filter struct {
 	// environment are read once and judged (Call.Exec); an allowed exec
 	// goes on in the kernel (see Handler.BeforeExec for how the caller
 	// checks that what the kernel ran is what was judged).
+	//
+	// The supervisor of such a filter must not be in a process whose
+	// threads carry it and start children: Go forks with vfork, and the
+	// forking thread answers no stop-the-world until the child has
+	// exec'd, so a collection starting meanwhile waits for a supervisor
+	// that waits for the collection. Install it in the process that
+	// execs (as the sandbox's target stage does).
 	Exec bool
 }
 

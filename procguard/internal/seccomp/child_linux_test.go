@@ -3,8 +3,10 @@
 package seccomp
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,8 +18,16 @@ import (
 // runChild starts cmd from a thread carrying filter f and waits for it
 // there, with Serve deciding through rec. It returns when the child
 // exited and Serve returned (the listener hung up).
+//
+// f must not trap exec: the child is forked with vfork, and the forking
+// thread cannot answer the runtime until the child has exec'd, so a
+// garbage collection that starts meanwhile would wait for a supervisor
+// that waits for it. runExecChild runs such children.
 func runChild(t *testing.T, f Filter, cmd *exec.Cmd, rec *recorder) (waitErr error) {
 	t.Helper()
+	if f.Exec {
+		t.Fatal("runChild: a filter that traps exec needs runExecChild")
+	}
 	stop := newStopper()
 	var startErr error
 	listener, done := filtered(t, f, func() {
@@ -169,4 +179,58 @@ print("same=%s" % (os.fstat(fd).st_rdev == os.fstat(s).st_rdev))
 		}
 		t.Errorf("%d opens of /dev/tty judged, want 2:\n%s", judged, strings.Join(all, "\n"))
 	}
+}
+
+// runExecChild runs argv in a child that carries a filter trapping exec,
+// with Serve deciding through rec in this process. The child is the test
+// binary as the "exec" helper: it installs the filter itself and hands
+// over the listener, so no thread of this process waits in a trapped
+// exec. It returns the child's exit error once Serve has returned.
+func runExecChild(t *testing.T, argv []string, stdout, stderr *strings.Builder, rec *recorder) error {
+	t.Helper()
+	cmd := runHelper(t, "exec")
+	cmd.Args = append(append(cmd.Args, "--"), argv...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer readyR.Close()
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gateW.Close()
+	cmd.ExtraFiles = []*os.File{readyW, gateR}
+	err = cmd.Start()
+	readyW.Close()
+	gateR.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bounded: runHelper's context kills the helper after bound, which
+	// closes readyW.
+	first, _ := bufio.NewReader(readyR).ReadString('\n')
+	childFd, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		t.Fatalf("helper said %q (%v); stderr %s", first, err, stderr)
+	}
+	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		t.Skipf("pidfd_open: %v", err)
+	}
+	defer unix.Close(pidfd)
+	listener, err := unix.PidfdGetfd(pidfd, childFd, 0)
+	if err != nil {
+		t.Skipf("pidfd_getfd: %v", err)
+	}
+	wait := serve(t, listener, newStopper(), rec.decide)
+	if _, err := gateW.Write([]byte("g")); err != nil {
+		t.Fatal(err)
+	}
+	waitErr := cmd.Wait()
+	if err := wait(); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	return waitErr
 }

@@ -63,20 +63,20 @@ FOO=bar ./denied-prog; echo "denied=$?"
 ` + loader + ` /bin/echo loaded; echo "loader=$?"
 python3 -c '` + memfdExec + `'
 `
-	cmd, stdout, stderr := shell(t, sh, dir)
+	var stdout, stderr strings.Builder
 	rec := &recorder{hook: func(c *Call) unix.Errno {
 		if c.Exec != nil && filepath.Base(c.Paths[0].Name) == "denied-prog" {
 			return unix.EACCES
 		}
 		return 0
 	}}
-	if err := runChild(t, Filter{Exec: true}, cmd, rec); err != nil {
-		t.Fatalf("child: %v\n%s\n%s", err, stdout, stderr)
+	if err := runExecChild(t, []string{"/bin/sh", "-c", sh, "sh", dir}, &stdout, &stderr, rec); err != nil {
+		t.Fatalf("child: %v\n%s\n%s", err, &stdout, &stderr)
 	}
 	out := stdout.String()
 	for _, want := range []string{"script a b c", "script=0", "linked", "link=0", "denied=126", "loaded", "loader=0", "fexecve 13", "procfd 13"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s\n%s", want, out, stderr)
+			t.Errorf("output lacks %q:\n%s\n%s", want, out, &stderr)
 		}
 	}
 	if strings.Contains(out, "RAN-DENIED") {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,11 +48,37 @@ func helper(name string) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fail(err)
 	}
-	fd, err := Install(Filter{})
+	f := Filter{}
+	if name == "exec" {
+		f.Exec = true
+	}
+	fd, err := Install(f)
 	if err != nil {
 		fail(err)
 	}
 	switch name {
+	case "exec":
+		// Hand the listener's number to the test on fd 3, wait on fd 4
+		// for its supervisor, then exec the arguments after "--": that
+		// first exec is trapped too.
+		ready, gate := os.NewFile(3, "ready"), os.NewFile(4, "gate")
+		if _, err := ready.WriteString(strconv.Itoa(fd) + "\n"); err != nil {
+			fail(err)
+		}
+		var b [1]byte
+		if _, err := gate.Read(b[:]); err != nil {
+			fail(err)
+		}
+		unix.Close(fd)
+		ready.Close()
+		gate.Close()
+		i := slices.Index(os.Args, "--")
+		if i < 0 || i == len(os.Args)-1 {
+			fail(errors.New("no argv after --"))
+		}
+		argv := os.Args[i+1:]
+		env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SECCOMP_TEST_") })
+		fail(unix.Exec(argv[0], argv, env))
 	case "native":
 		unix.Syscall(unix.SYS_GETPID, 0, 0, 0)
 		os.Exit(0)
