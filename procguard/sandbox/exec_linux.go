@@ -97,6 +97,9 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 	x.judged = nil
 	if !x.first {
 		x.first = true
+		if st.collectAtFirst {
+			allocateGarbage()
+		}
 		if name := envInterpreter(c.Exec); name != "" {
 			x.envScripts[c.Pid] = [2]string{c.Paths[0].Name, name}
 		}
@@ -457,3 +460,14 @@ var (
 	execJudgeableOnce sync.Once
 	execJudgeableWhy  string
 )
+
+// garbage keeps allocateGarbage's allocations from being optimized away.
+var garbage []byte
+
+// allocateGarbage allocates 64 MiB in small pieces: enough to start
+// several collections where collection is on.
+func allocateGarbage() {
+	for range 1 << 14 {
+		garbage = make([]byte, 4096)
+	}
+}

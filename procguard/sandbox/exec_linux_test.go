@@ -4,6 +4,8 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,5 +302,41 @@ print("done=1")
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %s:\n%s\n%s", want, out, &stderr)
 		}
+	}
+}
+
+// TestCollectionAtFirstExec: init forks the target with vfork from a
+// thread the runtime cannot stop until the child has exec'd, and that exec
+// is trapped and judged by init's supervisor. A garbage collection the
+// supervisor starts right then must not wedge the sandbox: the start
+// completes and the target runs.
+func TestCollectionAtFirstExec(t *testing.T) {
+	collectAtFirst = true
+	t.Cleanup(func() { collectAtFirst = false })
+	dir := realDir(t)
+	spec := shSpec(t, dir, `echo first-ran; /bin/echo second-ran`)
+	j := &execJudge{}
+	spec.JudgeExec = j.judge
+	var stdout bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := Start(ctx, spec, Stdio{Stdout: &stdout, WaitDelay: 5 * time.Second}, nil, nil)
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("Start (a collection during the first exec wedged init?): %v", err)
+	}
+	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
+	defer timer.Stop()
+	state, err := l.Wait()
+	if err != nil || !state.Success() {
+		t.Fatalf("%v %v\n%s", err, state, &stdout)
+	}
+	if !l.Report.Exec {
+		t.Skipf("execs are not judged here: %v", l.Report)
+	}
+	if got := stdout.String(); got != "first-ran\nsecond-ran\n" {
+		t.Errorf("output %q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"slices"
 	"syscall"
 
@@ -71,6 +72,15 @@ func (st *initState) forkTarget(ts *targetState) error {
 		return &SetupError{Step: "exec", Path: st.spec.Path, Err: errors.New("empty argv")}
 	}
 	trace := len(st.spec.Rlimits) > 0
+	if st.execs != nil {
+		// The target's exec is trapped while this thread waits in the
+		// vfork without a system call the runtime can see, so it answers
+		// no stop-the-world until the supervisor has answered: a garbage
+		// collection starting meanwhile (the supervisor allocates) would
+		// wait for the supervisor, which waits for it. None starts while
+		// collection is off; SetGCPercent(-1) waits out one under way.
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	}
 	p, err := os.StartProcess(st.spec.Path, st.spec.Args, &os.ProcAttr{
 		Dir:   st.spec.Dir,
 		Env:   env,

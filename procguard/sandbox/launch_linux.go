@@ -480,7 +480,7 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 		t.joinTree.Store(&spec.JoinTree)
 	}
 	files, err := l.stdioFiles(stdio)
-	ws := wireSpec{Spec: *spec, ForceStage: forceStage}
+	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst}
 	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
 	ws.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
 	ws.TreeJoin = ws.ExecJudged && spec.JoinTree != nil
@@ -576,13 +576,14 @@ func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
 }
 
 // wireSpec is what travels to init: the spec, which descriptors came
-// with it, and a switch tests use to take the slow way through a target
-// stage.
+// with it, and switches tests use (the slow way through a target stage; allocations that
+// start collections while the target's first exec is judged).
 type wireSpec struct {
 	Spec
-	Forwarder  bool   `json:"forwarder,omitempty"` // the forwarding socket follows stdio
-	Extra      []bool `json:"extra,omitempty"`     // per extra file: sent (true) or nil
-	ForceStage bool   `json:"force_stage,omitempty"`
+	Forwarder      bool   `json:"forwarder,omitempty"` // the forwarding socket follows stdio
+	Extra          []bool `json:"extra,omitempty"`     // per extra file: sent (true) or nil
+	ForceStage     bool   `json:"force_stage,omitempty"`
+	CollectAtFirst bool   `json:"collect_at_first,omitempty"`
 }
 
 // maxExtraFiles bounds the descriptors one spec may carry (SCM_RIGHTS
@@ -592,6 +593,10 @@ const maxExtraFiles = 200
 // forceStage makes init start the target through the target stage, as it
 // does where the kernel refuses ptrace; set by tests only.
 var forceStage bool
+
+// collectAtFirst makes init's supervisor allocate enough to start garbage
+// collections while it judges the target's first exec; set by tests only.
+var collectAtFirst bool
 
 // stdioFiles returns the descriptors the target gets as 0, 1 and 2,
 // starting a copier for each stream that is not a file.

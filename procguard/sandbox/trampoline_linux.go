@@ -60,14 +60,17 @@ type initState struct {
 	extra   []*os.File // the target's 3, 4, ... (nil: closed), from the host
 	fwd     *os.File   // the forwarding socket, with forwards
 	stage   bool       // start the target through a target stage (tests)
-	status  *os.File
-	sendMu  sync.Mutex // one status line at a time
-	ctl     *os.File   // the control socket, kept to read judgements (Spec.AskHost)
-	ctlBuf  []byte     // what was read from ctl past the last judgement
-	judged  uint64     // the last FileCall.ID sent
-	pols    []*policy.Policy
-	report  Report
-	stop    chan struct{}
+	// collectAtFirst: allocate enough to start collections while
+	// judging the target's first exec (tests).
+	collectAtFirst bool
+	status         *os.File
+	sendMu         sync.Mutex // one status line at a time
+	ctl            *os.File   // the control socket, kept to read judgements (Spec.AskHost)
+	ctlBuf         []byte     // what was read from ctl past the last judgement
+	judged         uint64     // the last FileCall.ID sent
+	pols           []*policy.Policy
+	report         Report
+	stop           chan struct{}
 
 	toMask, toProtect []string // existing paths found by scanRoots
 	secrets           secrets  // read-denied files by inode (supervisor_linux.go)
@@ -272,7 +275,7 @@ func readSpec(st *initState) error {
 	if err := json.Unmarshal(b, &ws); err != nil {
 		return err
 	}
-	st.spec, st.stage = ws.Spec, ws.ForceStage
+	st.spec, st.stage, st.collectAtFirst = ws.Spec, ws.ForceStage, ws.CollectAtFirst
 	if ws.Forwarder {
 		if len(files) == 0 {
 			return errors.New("the forwarding socket is missing")
