@@ -766,13 +766,19 @@ func (g *cgroup) joinAll(pid int) error {
 
 // treeJoin splits the join for a sandbox whose every exec is judged: init
 // joins every directory but the v1 pids one (its own threads stay under
-// the host's pids cgroup), and tree puts the target there at its first
-// exec, before its first instruction, so the process limit counts the
-// command's tree only. nil, nil without a v1 pids directory (pure v2
-// cannot hold a process's controllers apart: init joins as before).
-func (g *cgroup) treeJoin() (initJoin, tree func(int) error) {
+// the host's pids cgroup), and tree is that directory's cgroup.procs,
+// open for writing, where init puts the target at its first exec, before
+// its first instruction, so the process limit counts the command's tree
+// only. The caller closes tree. nil, nil, nil without a v1 pids directory
+// (pure v2 cannot hold a process's controllers apart: init joins as
+// before).
+func (g *cgroup) treeJoin() (initJoin func(int) error, tree *os.File, err error) {
 	if g == nil || g.v1[ctlPids] == "" {
-		return nil, nil
+		return nil, nil, nil
+	}
+	tree, err = os.OpenFile(filepath.Join(g.v1[ctlPids], "cgroup.procs"), os.O_WRONLY, 0)
+	if err != nil {
+		return nil, nil, err
 	}
 	initJoin = func(pid int) error {
 		if g.v2 != "" {
@@ -789,10 +795,7 @@ func (g *cgroup) treeJoin() (initJoin, tree func(int) error) {
 		}
 		return nil
 	}
-	tree = func(pid int) error {
-		return cgWrite(filepath.Join(g.v1[ctlPids], "cgroup.procs"), strconv.Itoa(pid))
-	}
-	return initJoin, tree
+	return initJoin, tree, nil
 }
 
 func (g *cgroup) closeFD() {

@@ -3,6 +3,7 @@
 package procguard
 
 import (
+	"os"
 	"sync"
 	"syscall"
 )
@@ -34,11 +35,13 @@ func (g *cgroup) attach(*syscall.SysProcAttr) {}
 func (g *cgroup) join(pid int) error          { return nil }
 func (g *cgroup) joinAll(pid int) error       { return nil }
 
-func (g *cgroup) treeJoin() (initJoin, tree func(int) error) { return nil, nil }
-func (g *cgroup) closeFD()                                   {}
-func (g *cgroup) kill()                                      {}
-func (g *cgroup) populated() bool                            { return false }
-func (g *cgroup) killIfPopulated()                           {}
-func (g *cgroup) drain()                                     {}
-func (g *cgroup) remove()                                    {}
-func shutdownCgroups()                                       {}
+func (g *cgroup) treeJoin() (initJoin func(int) error, tree *os.File, err error) {
+	return nil, nil, nil
+}
+func (g *cgroup) closeFD()         {}
+func (g *cgroup) kill()            {}
+func (g *cgroup) populated() bool  { return false }
+func (g *cgroup) killIfPopulated() {}
+func (g *cgroup) drain()           {}
+func (g *cgroup) remove()          {}
+func shutdownCgroups()             {}

@@ -191,8 +191,13 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	if spec.JudgeExec != nil {
 		// The target joins the pids cgroup at its first exec; init's
 		// threads do not count against the tree's process limit.
-		if initJoin, tree := cg.treeJoin(); tree != nil {
-			join, spec.JoinTree = initJoin, tree
+		initJoin, tree, err := cg.treeJoin()
+		if err != nil {
+			return &sandbox.SetupError{Step: "join cgroup", Err: err}
+		}
+		if tree != nil {
+			defer tree.Close() // init has its copy
+			join, spec.TreeCgroup = initJoin, tree
 		}
 	}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)

@@ -43,10 +43,12 @@
 //     policy and performs itself on the objects it judged (creating a
 //     protected name, reading a read-denied file by any name, connecting
 //     a unix socket outside the write roots all fail with EACCES; see
-//     package procguard/internal/seccomp); it forks the target from that thread in a new session, and
-//     sets the rlimits while the target is stopped at its exec (ptrace),
-//     before its first instruction. Where ptrace is refused, a second
-//     stage (the host binary again) does these steps and execs the target.
+//     package procguard/internal/seccomp); it forks the target from that
+//     thread in a new session, and sets the rlimits before its first
+//     instruction: while the supervisor holds its first exec where execs
+//     are judged, else at a ptrace stop at its exec. Where ptrace is
+//     refused, a second stage (the host binary again) does these steps
+//     and execs the target.
 //
 // Init stays pid 1: it reaps, forwards the signals a host uses to stop a
 // command (TERM, INT, HUP, ...) to the target, reports the target's exit

@@ -103,12 +103,21 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 		if name := envInterpreter(c.Exec); name != "" {
 			x.envScripts[c.Pid] = [2]string{c.Paths[0].Name, name}
 		}
-		if st.spec.TreeJoin {
-			// The host puts the target in the tree's cgroup now, before
-			// its first instruction; init's threads stay out of it.
-			var id uint64
-			if st.ctl == nil || !st.ask(message{Event: "join-tree"}, &id).Allow {
+		if st.treeProcs != nil {
+			// The target joins the tree's cgroup now, before its first
+			// instruction; init's threads stay out of it. The pid is
+			// read in init's pid namespace, the writer's.
+			if _, err := st.treeProcs.WriteString(strconv.Itoa(c.Pid)); err != nil {
 				return unix.EAGAIN
+			}
+		}
+		if st.rlimitsAtExec {
+			// The task waits in its exec, its new program not yet
+			// loaded: limits set now are in force from its first
+			// instruction, with no ptrace stop.
+			if err := prlimits(c.Pid, st.spec.Rlimits); err != nil {
+				st.rlimitErr = err
+				return unix.EPERM
 			}
 		}
 		return 0

@@ -71,7 +71,10 @@ func (st *initState) forkTarget(ts *targetState) error {
 	if len(st.spec.Args) == 0 {
 		return &SetupError{Step: "exec", Path: st.spec.Path, Err: errors.New("empty argv")}
 	}
-	trace := len(st.spec.Rlimits) > 0
+	// Where the supervisor holds the target's first exec, it sets the
+	// rlimits there; otherwise a ptrace stop at the exec does.
+	st.rlimitsAtExec = st.execs != nil && len(st.spec.Rlimits) > 0
+	trace := len(st.spec.Rlimits) > 0 && !st.rlimitsAtExec
 	if st.execs != nil {
 		// The target's exec is trapped while this thread waits in the
 		// vfork without a system call the runtime can see, so it answers
@@ -95,6 +98,9 @@ func (st *initState) forkTarget(ts *targetState) error {
 		if trace && errors.Is(err, unix.EPERM) {
 			return errTraceRefused
 		}
+		if st.rlimitErr != nil {
+			return &SetupError{Step: "rlimits", Err: st.rlimitErr}
+		}
 		// The child reports one errno for chdir and exec alike.
 		if st.spec.Dir != "" {
 			if _, serr := os.Stat(st.spec.Dir); serr != nil {
@@ -109,6 +115,9 @@ func (st *initState) forkTarget(ts *targetState) error {
 			_ = unix.Kill(p.Pid, unix.SIGKILL)
 			return &SetupError{Step: "rlimits", Err: err}
 		}
+		st.report.Rlimits = rlimitNames(st.spec.Rlimits)
+	}
+	if st.rlimitsAtExec {
 		st.report.Rlimits = rlimitNames(st.spec.Rlimits)
 	}
 	st.report.Pid = p.Pid

@@ -12,8 +12,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -68,7 +66,6 @@ type trampoline struct {
 	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
 	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
 	judgeX   atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
-	joinTree atomic.Pointer[func(int) error]      // the command's Spec.JoinTree
 }
 
 // newTrampoline re-executes the host binary as a sandbox init. It returns
@@ -183,9 +180,6 @@ func (t *trampoline) readStatus() {
 				t.answerExec(ec, false)
 			}
 			continue
-		case "join-tree":
-			t.answerJoin(m.ID)
-			continue
 		}
 		if !saidReady && t.notReady == nil {
 			t.notReady = &m
@@ -237,44 +231,6 @@ func (t *trampoline) answerExec(ec *ExecCall, reply bool) {
 	_, _ = t.ctl.Write(append(b, '\n'))
 }
 
-// answerJoin puts the target, init's only child when it first execs,
-// into the tree's cgroup (Spec.JoinTree) and tells init whether it did.
-func (t *trampoline) answerJoin(id uint64) {
-	ok := false
-	if j := t.joinTree.Load(); j != nil {
-		if pid, err := onlyChild(t.proc.Pid); err == nil {
-			ok = (*j)(pid) == nil
-		}
-	}
-	b, err := json.Marshal(judgement{ID: id, Allow: ok})
-	if err != nil {
-		return
-	}
-	_, _ = t.ctl.Write(append(b, '\n'))
-}
-
-// onlyChild is the one child process of pid (of any of its threads), as
-// the host's pid namespace names it.
-func onlyChild(pid int) (int, error) {
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return 0, err
-	}
-	var kids []string
-	for _, tk := range tasks {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tk.Name() + "/children")
-		if err != nil {
-			continue
-		}
-		kids = append(kids, strings.Fields(string(b))...)
-	}
-	if len(kids) != 1 {
-		return 0, fmt.Errorf("init has %d children, want its target alone", len(kids))
-	}
-	return strconv.Atoi(kids[0])
-}
-
-// alive reports whether the trampoline still runs (it has not been waited
 // for, so it is at worst a zombie).
 func (t *trampoline) alive() bool {
 	var info unix.Siginfo
@@ -476,14 +432,17 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 	if spec.JudgeExec != nil {
 		t.judgeX.Store(&spec.JudgeExec)
 	}
-	if spec.JoinTree != nil && spec.JudgeExec != nil && !spec.NoSeccomp {
-		t.joinTree.Store(&spec.JoinTree)
-	}
 	files, err := l.stdioFiles(stdio)
 	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst}
 	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
 	ws.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
-	ws.TreeJoin = ws.ExecJudged && spec.JoinTree != nil
+	if err == nil && ws.ExecJudged && spec.TreeCgroup != nil {
+		var d *os.File
+		if d, err = dupFile(spec.TreeCgroup); err == nil {
+			files = append(files, d)
+			ws.TreeJoin = true
+		}
+	}
 	var fwdHost, fwdIn *os.File
 	if err == nil && len(spec.Net.Forward) > 0 && !spec.Net.Host {
 		if fwdHost, fwdIn, err = netfwd.Pair(); err == nil {
@@ -551,7 +510,8 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 const startTimeout = 30 * time.Second
 
 // sendSpec hands the trampoline the target's descriptors (stdin, stdout,
-// stderr, the forwarding socket if ws.Forwarder, then the extra files
+// stderr, the tree's cgroup.procs if ws.TreeJoin, the forwarding socket
+// if ws.Forwarder, then the extra files
 // ws.Extra marks present) with an 8-byte length, then the spec as JSON of
 // that length.
 func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {

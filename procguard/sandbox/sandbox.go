@@ -82,17 +82,18 @@ type Spec struct {
 	// ExecJudged is set by Start when JudgeExec is: init traps execs and
 	// sends them to the host.
 	ExecJudged bool `json:"exec_judged,omitempty"`
-	// JoinTree, when set with JudgeExec, is called in the host with the
-	// target's pid (in the host's pid namespace) at the target's first
-	// exec, before its first instruction: it puts the target in the
-	// cgroup that limits the command's tree (whatever the target starts
-	// is born there), so that init's own threads, which the join given
-	// to Start placed elsewhere, do not count against the tree's process
-	// limit. An error fails the target's exec (EAGAIN): the command never
-	// runs outside its limit.
-	JoinTree func(pid int) error `json:"-"`
-	// TreeJoin is set by Start when JoinTree is used: init asks the host
-	// at the target's first exec.
+	// TreeCgroup, when set with JudgeExec, is the cgroup.procs file, open
+	// for writing, of the cgroup that limits the command's tree. Init
+	// writes the target's pid to it at the target's first exec, before
+	// its first instruction, so whatever the target starts is born there
+	// and init's own threads, which the join given to Start placed
+	// elsewhere, do not count against the tree's process limit. A failed
+	// write fails the target's exec (EAGAIN): the command never runs
+	// outside its limit. The kernel checks the permission of the host
+	// that opened the file; Start sends init a copy, and the caller keeps
+	// (and closes) its own.
+	TreeCgroup *os.File `json:"-"`
+	// TreeJoin is set by Start when TreeCgroup is sent.
 	TreeJoin bool `json:"tree_join,omitempty"`
 }
 
@@ -337,9 +338,6 @@ type message struct {
 	Err    string  `json:"err,omitempty"`
 	Errno  int     `json:"errno,omitempty"`
 	Exit   *Exit   `json:"exit,omitempty"`
-	// ID is the judgement id of a "join-tree" request (answered like
-	// "file": Allow says the target was placed).
-	ID uint64 `json:"id,omitempty"`
 	// File is a refused file call to judge ("file"); the host answers on
 	// the control socket with a judgement line.
 	File *FileCall `json:"file,omitempty"`

@@ -66,27 +66,35 @@ func run(t *testing.T, spec *Spec, stdio Stdio) (*Launch, *os.ProcessState, erro
 	return l, state, err
 }
 
-// TestStartPaths runs the same target both ways init can start it: forked
-// from init and held at exec by ptrace while the rlimits are set, and
-// through the target stage where ptrace is refused. Both must give the
-// target its environment, directory, streams and limits, and nothing of
-// init's environment.
+// TestStartPaths runs the same target every way init can start it:
+// forked from init and held at exec by ptrace while the rlimits are set;
+// forked with its execs judged, the rlimits set while the supervisor holds
+// its first exec; and through the target stage where ptrace is refused.
+// Each must give the target its environment, directory, streams and
+// limits (a program it starts has them too), and nothing of init's
+// environment.
 func TestStartPaths(t *testing.T) {
-	for _, stage := range []bool{false, true} {
-		name := map[bool]string{false: "fork", true: "stage"}[stage]
-		t.Run(name, func(t *testing.T) {
+	for _, path := range []string{"fork", "fork-judged", "stage"} {
+		stage := path == "stage"
+		t.Run(path, func(t *testing.T) {
 			forceStage = stage
 			defer func() { forceStage = false }()
 			dir := t.TempDir()
-			spec := shSpec(t, dir, `echo "$GREETING $GOMAXPROCS $(pwd) $(ulimit -n)"; read line; echo "in:$line"; echo err >&2; exit 3`)
+			spec := shSpec(t, dir, `echo "$GREETING $GOMAXPROCS $(pwd) $(ulimit -n) $(sh -c 'ulimit -n')"; read line; echo "in:$line"; echo err >&2; exit 3`)
 			spec.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NOFILE, Name: "nofile", Value: 77}}
+			if path == "fork-judged" {
+				spec.JudgeExec = (&execJudge{}).judge
+			}
 			var out, errb bytes.Buffer
 			l, state, err := run(t, spec, Stdio{Stdin: strings.NewReader("typed\n"), Stdout: &out, Stderr: &errb})
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || state.ExitCode() != 3 {
 				t.Fatalf("want exit 3 as *exec.ExitError, got %v (state %v)", err, state)
 			}
-			if want := "hello  " + dir + " 77\nin:typed\n"; out.String() != want {
+			if path == "fork-judged" && !l.Report.Exec {
+				t.Skipf("execs are not judged here: %v", l.Report)
+			}
+			if want := "hello  " + dir + " 77 77\nin:typed\n"; out.String() != want {
 				t.Errorf("stdout %q, want %q", out.String(), want)
 			}
 			if errb.String() != "err\n" {
@@ -104,6 +112,48 @@ func TestStartPaths(t *testing.T) {
 			}
 			if !l.Report.NoCapabilities || !l.Report.Seccomp {
 				t.Errorf("report %s: want caps dropped and seccomp on", l.Report)
+			}
+		})
+	}
+}
+
+// TestRlimitRefused: a limit the kernel refuses to set (a hard limit above
+// the host's own, which a sandbox cannot raise) is a set-up error naming
+// the step, on every path, and the target never runs.
+func TestRlimitRefused(t *testing.T) {
+	var host unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &host); err != nil {
+		t.Fatal(err)
+	}
+	if host.Max == unix.RLIM_INFINITY {
+		t.Skip("the host's nofile hard limit is unlimited")
+	}
+	for _, path := range []string{"fork", "fork-judged", "stage"} {
+		t.Run(path, func(t *testing.T) {
+			forceStage = path == "stage"
+			defer func() { forceStage = false }()
+			dir := t.TempDir()
+			spec := shSpec(t, dir, `touch ran`)
+			spec.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NOFILE, Name: "nofile", Value: host.Max + 1}}
+			if path == "fork-judged" {
+				spec.JudgeExec = (&execJudge{}).judge
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			l, err := Start(ctx, spec, Stdio{WaitDelay: time.Second}, nil, nil)
+			if errors.Is(err, ErrUnavailable) {
+				t.Skipf("no sandbox here: %v", err)
+			}
+			if err == nil {
+				l.Wait()
+				t.Fatalf("Start succeeded with nofile above the host's hard limit (report %s)", l.Report)
+			}
+			var se *SetupError
+			if !errors.As(err, &se) || se.Step != "rlimits" {
+				t.Errorf("Start: %v, want a SetupError at step rlimits", err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+				t.Error("the target ran")
 			}
 		})
 	}

@@ -150,7 +150,6 @@ func (st *initState) ask(m message, id *uint64) judgement {
 	}
 	st.judged++
 	*id = st.judged
-	m.ID = *id
 	st.send(m)
 	deadline := time.Now().Add(JudgeTimeout)
 	buf := make([]byte, 512)

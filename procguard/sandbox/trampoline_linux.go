@@ -59,7 +59,13 @@ type initState struct {
 	stdio   []*os.File // the target's 0, 1, 2, from the host
 	extra   []*os.File // the target's 3, 4, ... (nil: closed), from the host
 	fwd     *os.File   // the forwarding socket, with forwards
-	stage   bool       // start the target through a target stage (tests)
+	// treeProcs is the tree cgroup's cgroup.procs (Spec.TreeCgroup).
+	treeProcs *os.File
+	// rlimitsAtExec: the rlimits are set when the supervisor holds the
+	// target's first exec (forkTarget); rlimitErr is why that failed.
+	rlimitsAtExec bool
+	rlimitErr     error
+	stage         bool // start the target through a target stage (tests)
 	// collectAtFirst: allocate enough to start collections while
 	// judging the target's first exec (tests).
 	collectAtFirst bool
@@ -276,6 +282,12 @@ func readSpec(st *initState) error {
 		return err
 	}
 	st.spec, st.stage, st.collectAtFirst = ws.Spec, ws.ForceStage, ws.CollectAtFirst
+	if ws.TreeJoin {
+		if len(files) == 0 {
+			return errors.New("the tree's cgroup file is missing")
+		}
+		st.treeProcs, files = files[0], files[1:]
+	}
 	if ws.Forwarder {
 		if len(files) == 0 {
 			return errors.New("the forwarding socket is missing")
