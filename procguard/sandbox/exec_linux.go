@@ -116,7 +116,7 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 			// loaded: limits set now are in force from its first
 			// instruction, with no ptrace stop.
 			if err := prlimits(c.Pid, st.spec.Rlimits); err != nil {
-				st.rlimitErr = err
+				st.rlimitErr.Store(&err)
 				return unix.EPERM
 			}
 		}

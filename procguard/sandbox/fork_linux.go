@@ -59,6 +59,10 @@ func (st *initState) forkTarget(ts *targetState) error {
 	}
 	st.report.Landlock = ts.report.Landlock
 	st.report.NoCapabilities = ts.report.NoCapabilities
+	// Where the supervisor will hold the target's first exec, it sets the
+	// rlimits there (decided before it starts serving); otherwise a
+	// ptrace stop at the exec does.
+	st.rlimitsAtExec = ts.listener >= 0 && st.spec.ExecJudged && len(st.spec.Rlimits) > 0
 	if ts.listener >= 0 {
 		if err := st.startSupervisor(ts.listener); err != nil {
 			return &SetupError{Step: "supervisor", Err: err}
@@ -71,9 +75,6 @@ func (st *initState) forkTarget(ts *targetState) error {
 	if len(st.spec.Args) == 0 {
 		return &SetupError{Step: "exec", Path: st.spec.Path, Err: errors.New("empty argv")}
 	}
-	// Where the supervisor holds the target's first exec, it sets the
-	// rlimits there; otherwise a ptrace stop at the exec does.
-	st.rlimitsAtExec = st.execs != nil && len(st.spec.Rlimits) > 0
 	trace := len(st.spec.Rlimits) > 0 && !st.rlimitsAtExec
 	if st.execs != nil {
 		// The target's exec is trapped while this thread waits in the
@@ -98,8 +99,8 @@ func (st *initState) forkTarget(ts *targetState) error {
 		if trace && errors.Is(err, unix.EPERM) {
 			return errTraceRefused
 		}
-		if st.rlimitErr != nil {
-			return &SetupError{Step: "rlimits", Err: st.rlimitErr}
+		if rerr := st.rlimitErr.Load(); rerr != nil {
+			return &SetupError{Step: "rlimits", Err: *rerr}
 		}
 		// The child reports one errno for chdir and exec alike.
 		if st.spec.Dir != "" {

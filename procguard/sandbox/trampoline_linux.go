@@ -64,7 +64,7 @@ type initState struct {
 	// rlimitsAtExec: the rlimits are set when the supervisor holds the
 	// target's first exec (forkTarget); rlimitErr is why that failed.
 	rlimitsAtExec bool
-	rlimitErr     error
+	rlimitErr     atomic.Pointer[error]
 	stage         bool // start the target through a target stage (tests)
 	// collectAtFirst: allocate enough to start collections while
 	// judging the target's first exec (tests).
