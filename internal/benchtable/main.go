@@ -77,10 +77,7 @@ var groups = []group{
 		}
 		return []*row{d, h}, nil
 	}},
-	{"exec", func(e *env) ([]*row, error) {
-		r, err := execRow(e)
-		return []*row{r}, err
-	}},
+	{"exec", execRows},
 	{"workload", workloadRows},
 }
 

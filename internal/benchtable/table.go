@@ -20,6 +20,10 @@ type row struct {
 	sides []*side
 	// n fixes the block size (0: calibrated); maxN caps a calibrated one.
 	n, maxN int
+	// batch > 1 says each op makes that many calls (one after the other
+	// or at once, as the row's sides do): the times, allocations and
+	// block sizes the table shows are then per call, not per op.
+	batch int
 	// minRounds and maxRounds, when set, raise the config's floor and
 	// lower its cap on rounds (a fixed -rounds overrides both).
 	minRounds, maxRounds int
@@ -30,7 +34,7 @@ type row struct {
 	// cleanup runs after the row, measured or not.
 	cleanup func()
 
-	// results
+	// results: usedN counts calls per side per round (ops x batch)
 	usedN, rounds int
 	err           error
 }
@@ -104,6 +108,16 @@ func (r *row) run(ctx context.Context, cfg config) {
 		cfg.MinRounds = min(max(cfg.MinRounds, r.minRounds), cfg.MaxRounds)
 	}
 	r.usedN, r.rounds, r.err = measure(ctx, cfg, r.sides, r.n, r.maxN)
+	if r.batch > 1 {
+		b := float64(r.batch)
+		for _, s := range r.sides {
+			for i := range s.ns {
+				s.ns[i] /= b
+			}
+			s.ops *= r.batch
+		}
+		r.usedN *= r.batch
+	}
 }
 
 // printTable writes the rows as one aligned table, then the notes.
