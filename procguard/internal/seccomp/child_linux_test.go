@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -211,19 +210,7 @@ func runExecChild(t *testing.T, argv []string, stdout, stderr *strings.Builder, 
 	// Bounded: runHelper's context kills the helper after bound, which
 	// closes readyW.
 	first, _ := bufio.NewReader(readyR).ReadString('\n')
-	childFd, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		t.Fatalf("helper said %q (%v); stderr %s", first, err, stderr)
-	}
-	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
-	if err != nil {
-		t.Skipf("pidfd_open: %v", err)
-	}
-	defer unix.Close(pidfd)
-	listener, err := unix.PidfdGetfd(pidfd, childFd, 0)
-	if err != nil {
-		t.Skipf("pidfd_getfd: %v", err)
-	}
+	listener := takeListener(t, cmd, first, stderr)
 	wait := serve(t, listener, newStopper(), rec.decide)
 	if _, err := gateW.Write([]byte("g")); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -200,19 +201,7 @@ func TestChrootedTask(t *testing.T) {
 	}
 	r := bufio.NewReader(stdout)
 	first, _ := r.ReadString('\n') // bounded: the helper is killed after bound
-	childFd, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		t.Fatalf("helper said %q (%v); stderr %s", first, err, stderr.String())
-	}
-	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
-	if err != nil {
-		t.Skipf("pidfd_open: %v", err)
-	}
-	defer unix.Close(pidfd)
-	listener, err := unix.PidfdGetfd(pidfd, childFd, 0)
-	if err != nil {
-		t.Skipf("pidfd_getfd: %v", err)
-	}
+	listener := takeListener(t, cmd, first, &stderr)
 	rec := &recorder{}
 	wait := serve(t, listener, newStopper(), rec.decide)
 	stdin.Write([]byte("g"))
@@ -236,4 +225,25 @@ func TestChrootedTask(t *testing.T) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
 	checkTree(t, root, []string{"ok"}, []string{".bashrc"})
+}
+
+// takeListener takes the seccomp listener whose number a helper child
+// said in line (see helper), with pidfd_getfd(2); it skips the test where
+// the kernel cannot.
+func takeListener(t *testing.T, cmd *exec.Cmd, line string, stderr fmt.Stringer) int {
+	t.Helper()
+	childFd, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("helper said %q (%v); stderr %s", line, err, stderr)
+	}
+	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		t.Skipf("pidfd_open: %v", err)
+	}
+	defer unix.Close(pidfd)
+	listener, err := unix.PidfdGetfd(pidfd, childFd, 0)
+	if err != nil {
+		t.Skipf("pidfd_getfd: %v", err)
+	}
+	return listener
 }
