@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -501,7 +502,7 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	case <-timer.C:
-		return fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("no answer within %v", startTimeout)})
+		return fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("no answer within %v (%s)", startTimeout, taskStates(t.proc.Pid))})
 	}
 }
 
@@ -732,3 +733,45 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 // Exit says how the target ended, after Wait: nil when the sandbox died
 // before it could tell (killed by a timeout or cancel).
 func (l *Launch) Exit() *Exit { return l.t.exit }
+
+// taskStates says where the threads of process pid and of its children
+// wait ("wchan/syscall" and a count), for an error about a sandbox that
+// stopped answering: the one clue left once it is killed.
+func taskStates(pid int) string {
+	var parts []string
+	var children []string
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	counts := map[string]int{}
+	var order []string
+	for _, task := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, task.Name())
+		wchan, _ := os.ReadFile(dir + "wchan")
+		sc, _ := os.ReadFile(dir + "syscall")
+		nr, _, _ := strings.Cut(strings.TrimSpace(string(sc)), " ")
+		k := string(wchan) + "/" + nr
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+		if b, err := os.ReadFile(dir + "children"); err == nil {
+			children = append(children, strings.Fields(string(b))...)
+		}
+	}
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, counts[k]))
+	}
+	out := fmt.Sprintf("init %d threads: %s", pid, strings.Join(parts, ", "))
+	for _, c := range children {
+		dir := "/proc/" + c + "/"
+		cmd, _ := os.ReadFile(dir + "cmdline")
+		name, _, _ := strings.Cut(string(cmd), "\x00")
+		wchan, _ := os.ReadFile(dir + "wchan")
+		sc, _ := os.ReadFile(dir + "syscall")
+		nr, _, _ := strings.Cut(strings.TrimSpace(string(sc)), " ")
+		out += fmt.Sprintf("; child %s %s %s/%s", c, name, wchan, nr)
+	}
+	if len(out) > 600 {
+		out = out[:600] + "..."
+	}
+	return out
+}

@@ -458,3 +458,26 @@ func freshPool(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskStates: the clue a start that got no answer gives says where
+// the process's threads and its children wait.
+func TestTaskStates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "sh", "-c", "sleep 30 & wait")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got = taskStates(c.Process.Pid); strings.Contains(got, "sleep") {
+			break
+		}
+	}
+	for _, want := range []string{"threads:", "x1", "; child ", "sleep"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("taskStates = %q, lacks %q", got, want)
+		}
+	}
+}
