@@ -116,11 +116,10 @@ func (st *initState) forkTarget(ts *targetState) error {
 			_ = unix.Kill(p.Pid, unix.SIGKILL)
 			return &SetupError{Step: "rlimits", Err: err}
 		}
-		st.report.Rlimits = rlimitNames(st.spec.Rlimits)
 	}
-	if st.rlimitsAtExec {
-		st.report.Rlimits = rlimitNames(st.spec.Rlimits)
-	}
+	// In force by now: set at the exec stop, or while the first exec was
+	// held.
+	st.report.Rlimits = rlimitNames(st.spec.Rlimits)
 	st.report.Pid = p.Pid
 	return nil
 }

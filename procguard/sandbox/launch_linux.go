@@ -232,6 +232,7 @@ func (t *trampoline) answerExec(ec *ExecCall, reply bool) {
 	_, _ = t.ctl.Write(append(b, '\n'))
 }
 
+// alive reports whether the trampoline still runs (it has not been waited
 // for, so it is at worst a zombie).
 func (t *trampoline) alive() bool {
 	var info unix.Siginfo
@@ -512,9 +513,8 @@ const startTimeout = 30 * time.Second
 
 // sendSpec hands the trampoline the target's descriptors (stdin, stdout,
 // stderr, the tree's cgroup.procs if ws.TreeJoin, the forwarding socket
-// if ws.Forwarder, then the extra files
-// ws.Extra marks present) with an 8-byte length, then the spec as JSON of
-// that length.
+// if ws.Forwarder, then the extra files ws.Extra marks present) with an
+// 8-byte length, then the spec as JSON of that length.
 func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
 	b, err := json.Marshal(ws)
 	if err != nil {
@@ -537,8 +537,9 @@ func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
 }
 
 // wireSpec is what travels to init: the spec, which descriptors came
-// with it, and switches tests use (the slow way through a target stage; allocations that
-// start collections while the target's first exec is judged).
+// with it, and switches tests use (the slow way through a target stage;
+// allocations that start collections while the target's first exec is
+// judged).
 type wireSpec struct {
 	Spec
 	Forwarder      bool   `json:"forwarder,omitempty"` // the forwarding socket follows stdio
