@@ -136,7 +136,9 @@ func TestProcessLimit(t *testing.T) {
 	if !strings.Contains(conf.CgroupNote, "pids=40") {
 		t.Skipf("no pids controller here: %s", conf.CgroupNote)
 	}
-	if err != nil {
+	if ie := (*isolate.Error)(nil); errors.As(err, &ie) {
+		t.Fatalf("%v\nthe child's stderr:\n%s", err, ie.Stderr)
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	if out.Started >= 100 || !strings.Contains(out.FirstErr, "resource temporarily unavailable") {

@@ -764,12 +764,12 @@ func (g *cgroup) joinAll(pid int) error {
 	return g.join(pid)
 }
 
-// treeJoin splits the join for a sandbox whose every exec is judged: init
-// joins every directory but the v1 pids one (its own threads stay under
-// the host's pids cgroup), and tree is that directory's cgroup.procs,
-// open for writing, where init puts the target at its first exec, before
-// its first instruction, so the process limit counts the command's tree
-// only. The caller closes tree. nil, nil, nil without a v1 pids directory
+// treeJoin splits the join for a sandbox: init joins every directory but
+// the v1 pids one (its own threads stay under the host's pids cgroup),
+// and tree is that directory's cgroup.procs, open for writing, where init
+// puts the target at its first exec, before its first instruction
+// (sandbox.Spec.TreeCgroup), so the process limit counts the command's
+// tree only. The caller closes tree. nil, nil, nil without a v1 pids directory
 // (pure v2 cannot hold a process's controllers apart: init joins as
 // before).
 func (g *cgroup) treeJoin() (initJoin func(int) error, tree *os.File, err error) {

@@ -188,17 +188,15 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 			spec.JudgeExec = c.judgeExec
 		}
 	}
-	if spec.JudgeExec != nil {
-		// The target joins the pids cgroup at its first exec; init's
-		// threads do not count against the tree's process limit.
-		initJoin, tree, err := cg.treeJoin()
-		if err != nil {
-			return &sandbox.SetupError{Step: "join cgroup", Err: err}
-		}
-		if tree != nil {
-			defer tree.Close() // init has its copy
-			join, spec.TreeCgroup = initJoin, tree
-		}
+	// The target joins the pids cgroup before its first instruction;
+	// init's threads do not count against the tree's process limit.
+	initJoin, tree, err := cg.treeJoin()
+	if err != nil {
+		return &sandbox.SetupError{Step: "join cgroup", Err: err}
+	}
+	if tree != nil {
+		defer tree.Close() // init has its copy
+		join, spec.TreeCgroup = initJoin, tree
 	}
 	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {

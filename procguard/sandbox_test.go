@@ -2,6 +2,7 @@ package procguard_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -548,6 +549,46 @@ func TestSandboxProcessLimitCountsTree(t *testing.T) {
 	}
 	if !c.Confinement.ExecJudged {
 		t.Skipf("execs are not judged here: %s", c.Confinement.SandboxNote)
+	}
+	if !strings.Contains(out, "ran") || strings.Contains(out, "fork") || strings.Contains(out, "unavailable") {
+		t.Errorf("19 processes under a limit of 20: %q", out)
+	}
+	if out, _ := run(21); !strings.Contains(out, "fork") && !strings.Contains(out, "Resource temporarily unavailable") {
+		t.Errorf("21 sleeps started under a limit of 20: %q", out)
+	}
+}
+
+// TestHostProcessLimitCountsTree: a host command (StartHost: its execs
+// are not judged, the target is held at a ptrace stop at its exec to join
+// the tree's cgroup) counts its tree only too: init's threads stay
+// outside the limit, so init can make one when the tree has reached it
+// (a Go init that cannot make a thread dies, taking the command's outcome
+// with it).
+func TestHostProcessLimitCountsTree(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: policy.ExecSpec{Rules: allow("sh", "seq", "sleep")}})
+	run := func(n int) (string, *procguard.HostProcess) {
+		ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+		defer cancel()
+		var out bytes.Buffer
+		hp, err := procguard.StartHost(ctx, &procguard.HostCommand{
+			Path: "/bin/sh", Args: []string{"sh", "-c", fmt.Sprintf(`for i in $(seq %d); do sleep 1 & done; wait; echo ran`, n)},
+			Env: []string{"PATH=/usr/bin:/bin"}, Dir: e.dir, Stdout: &out, Stderr: &out,
+			Limits: policy.ExecLimits{Processes: 20}, Timeout: 20 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hp.Wait(); err != nil {
+			out.WriteString("wait: " + err.Error())
+		}
+		return out.String(), hp
+	}
+	out, hp := run(19)
+	if pids := hp.Confinement.Cgroups.Pids; pids.Max != 20 || pids.Via != procguard.CgroupV1 {
+		t.Skipf("no v1 pids controller here: %+v (%s)", pids, hp.Confinement.CgroupNote)
+	}
+	if hp.Confinement.ExecJudged {
+		t.Fatal("a host command's execs were judged")
 	}
 	if !strings.Contains(out, "ran") || strings.Contains(out, "fork") || strings.Contains(out, "unavailable") {
 		t.Errorf("19 processes under a limit of 20: %q", out)

@@ -204,7 +204,11 @@ func printConfinement(w io.Writer, c procguard.Confinement) {
 		}
 		fmt.Fprintf(w, "  network        %s\n", netw)
 		if sb.NoCapabilities {
-			fmt.Fprintf(w, "  capabilities   none\n")
+			caps := "none"
+			if sb.NoUserNamespaces {
+				caps += "; no user namespace can be made inside (none regains one)"
+			}
+			fmt.Fprintf(w, "  capabilities   %s\n", caps)
 		}
 		for _, n := range sb.Notes {
 			fmt.Fprintf(w, "  sandbox note   %s\n", n)

@@ -445,3 +445,49 @@ func TestAbsoluteCredentialBoundReadOnly(t *testing.T) {
 		t.Errorf("report read-only %v, want %s", l.Report.ReadOnly, cred)
 	}
 }
+
+// TestAttackNestedUserNamespace: a process of the sandbox tries to regain
+// capabilities in a user namespace of its own (unshare, and a clone with
+// CLONE_NEWUSER from a child), then to chroot into the write root: it can
+// do neither, so its names keep meaning what the supervisor resolves them
+// against.
+func TestAttackNestedUserNamespace(t *testing.T) {
+	dir := realDir(t)
+	out := attacker(t, dir, policy.Spec{}, pyTry+`
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+def call(fn, *args):
+    def f():
+        if fn(*args) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+    return f
+try_("control", write(d + "/ok"))
+pid = os.fork()
+if pid == 0:
+    try:
+        call(libc.unshare, CLONE_NEWUSER)()
+        os._exit(0)
+    except OSError as e:
+        os._exit(e.errno)
+_, st = os.waitpid(pid, 0)
+print("child_unshare=" + ("ok" if os.waitstatus_to_exitcode(st) == 0 else errno.errorcode[os.waitstatus_to_exitcode(st)]), flush=True)
+try_("unshare", call(libc.unshare, CLONE_NEWUSER | CLONE_NEWNS))
+try_("chroot", call(libc.chroot, d.encode()))
+print("done=1")
+`)
+	if out["control"] != "ok" {
+		t.Errorf("control = %q, want ok", out["control"])
+	}
+	for _, k := range []string{"unshare", "child_unshare"} {
+		if out[k] != "ENOSPC" && out[k] != "EPERM" {
+			t.Errorf("%s = %q, want ENOSPC or EPERM (no user namespace inside the sandbox)", k, out[k])
+		}
+	}
+	if out["chroot"] != "EPERM" {
+		t.Errorf("chroot = %q, want EPERM", out["chroot"])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ok")); err != nil {
+		t.Errorf("the control write did not happen: %v", err)
+	}
+}

@@ -103,13 +103,10 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 		if name := envInterpreter(c.Exec); name != "" {
 			x.envScripts[c.Pid] = [2]string{c.Paths[0].Name, name}
 		}
-		if st.treeProcs != nil {
-			// The target joins the tree's cgroup now, before its first
-			// instruction; init's threads stay out of it. The pid is
-			// read in init's pid namespace, the writer's.
-			if _, err := st.treeProcs.WriteString(strconv.Itoa(c.Pid)); err != nil {
-				return unix.EAGAIN
-			}
+		// The target joins the tree's cgroup now, before its first
+		// instruction; init's threads stay out of it.
+		if err := st.joinTree(c.Pid); err != nil {
+			return unix.EAGAIN
 		}
 		if st.rlimitsAtExec {
 			// The task waits in its exec, its new program not yet

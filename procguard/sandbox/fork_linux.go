@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -75,7 +76,9 @@ func (st *initState) forkTarget(ts *targetState) error {
 	if len(st.spec.Args) == 0 {
 		return &SetupError{Step: "exec", Path: st.spec.Path, Err: errors.New("empty argv")}
 	}
-	trace := len(st.spec.Rlimits) > 0 && !st.rlimitsAtExec
+	// Without the supervisor holding the first exec, a ptrace stop there
+	// sets the rlimits and puts the target in the tree's cgroup.
+	trace := len(st.spec.Rlimits) > 0 && !st.rlimitsAtExec || st.treeProcs != nil && st.execs == nil
 	if st.execs != nil {
 		// The target's exec is trapped while this thread waits in the
 		// vfork without a system call the runtime can see, so it answers
@@ -112,9 +115,9 @@ func (st *initState) forkTarget(ts *targetState) error {
 	}
 	st.targetPid = p.Pid
 	if trace {
-		if err := st.limitAtExec(p.Pid); err != nil {
+		if step, err := st.holdAtExec(p.Pid); err != nil {
 			_ = unix.Kill(p.Pid, unix.SIGKILL)
-			return &SetupError{Step: "rlimits", Err: err}
+			return &SetupError{Step: step, Err: err}
 		}
 	}
 	// In force by now: set at the exec stop, or while the first exec was
@@ -124,11 +127,11 @@ func (st *initState) forkTarget(ts *targetState) error {
 	return nil
 }
 
-// limitAtExec waits for the traced target's stop at exec (before its first
-// instruction), sets the rlimits and lets it go. Signals that arrive
-// before are passed on; a target that dies first leaves its status for
-// reap.
-func (st *initState) limitAtExec(pid int) error {
+// holdAtExec waits for the traced target's stop at exec (before its first
+// instruction), puts it in the tree's cgroup and sets the rlimits, and
+// lets it go. Signals that arrive before are passed on; a target that
+// dies first leaves its status for reap. A failure names its step.
+func (st *initState) holdAtExec(pid int) (step string, err error) {
 	for {
 		var ws unix.WaitStatus
 		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
@@ -136,21 +139,34 @@ func (st *initState) limitAtExec(pid int) error {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			return err
+			return "exec", err
 		case ws.Exited() || ws.Signaled():
 			st.early = &ws
-			return nil
+			return "", nil
 		case !ws.Stopped():
 			continue
 		case ws.StopSignal() != unix.SIGTRAP:
 			if err := unix.PtraceCont(pid, int(ws.StopSignal())); err != nil {
-				return err
+				return "exec", err
 			}
 			continue
 		}
-		if err := prlimits(pid, st.spec.Rlimits); err != nil {
-			return err
+		if err := st.joinTree(pid); err != nil {
+			return "join cgroup", err
 		}
-		return unix.PtraceDetach(pid)
+		if err := prlimits(pid, st.spec.Rlimits); err != nil {
+			return "rlimits", err
+		}
+		return "exec", unix.PtraceDetach(pid)
 	}
+}
+
+// joinTree puts pid in the tree's cgroup (Spec.TreeCgroup), if there is
+// one. The pid is read in init's pid namespace, the writer's.
+func (st *initState) joinTree(pid int) error {
+	if st.treeProcs == nil {
+		return nil
+	}
+	_, err := st.treeProcs.WriteString(strconv.Itoa(pid))
+	return err
 }

@@ -438,7 +438,7 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst}
 	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
 	ws.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
-	if err == nil && ws.ExecJudged && spec.TreeCgroup != nil {
+	if err == nil && spec.TreeCgroup != nil {
 		var d *os.File
 		if d, err = dupFile(spec.TreeCgroup); err == nil {
 			files = append(files, d)

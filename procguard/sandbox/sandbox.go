@@ -82,16 +82,21 @@ type Spec struct {
 	// ExecJudged is set by Start when JudgeExec is: init traps execs and
 	// sends them to the host.
 	ExecJudged bool `json:"exec_judged,omitempty"`
-	// TreeCgroup, when set with JudgeExec, is the cgroup.procs file, open
-	// for writing, of the cgroup that limits the command's tree. Init
-	// writes the target's pid to it at the target's first exec, before
-	// its first instruction, so whatever the target starts is born there
-	// and init's own threads, which the join given to Start placed
-	// elsewhere, do not count against the tree's process limit. A failed
-	// write fails the target's exec (EAGAIN): the command never runs
-	// outside its limit. The kernel checks the permission of the host
-	// that opened the file; Start sends init a copy, and the caller keeps
-	// (and closes) its own.
+	// TreeCgroup, when set, is the cgroup.procs file, open for writing,
+	// of the cgroup that limits the command's tree. Init writes the
+	// target's pid to it before the target's first instruction, so
+	// whatever the target starts is born there and init's own threads,
+	// which the join given to Start placed elsewhere, do not count
+	// against the tree's process limit (a Go init that cannot make a
+	// thread dies). Where every exec is judged (JudgeExec) init writes it
+	// while it holds the target's first exec; otherwise it holds the
+	// target at a ptrace stop at that exec. Where ptrace is refused the
+	// target starts through a stage, whose pid init writes as soon as it
+	// exists: the stage's few threads count until it execs the target. A
+	// failed write fails the start: the command never runs outside its
+	// limit. The kernel checks the permission of the host that opened
+	// the file; Start sends init a copy, and the caller keeps (and
+	// closes) its own.
 	TreeCgroup *os.File `json:"-"`
 	// TreeJoin is set by Start when TreeCgroup is sent.
 	TreeJoin bool `json:"tree_join,omitempty"`
@@ -231,6 +236,11 @@ type Report struct {
 	// MemfdNoExec is true when no memfd of the sandbox can be executed
 	// (vm.memfd_noexec=2 in its pid namespace).
 	MemfdNoExec bool `json:"memfd_noexec,omitempty"`
+	// NoUserNamespaces is true when no process of the sandbox can make a
+	// user namespace (user.max_user_namespaces=0 in the sandbox's own):
+	// none regains a capability, so none can chroot, and all keep the
+	// target's root.
+	NoUserNamespaces bool `json:"no_user_namespaces,omitempty"`
 	// Exec is true when every program a process of the sandbox starts
 	// after the target is judged by the host when it starts
 	// (Spec.JudgeExec), and checked at its exec stop to be what was
@@ -285,6 +295,9 @@ func (r *Report) String() string {
 	}
 	if r.NoCapabilities {
 		b.WriteString(" caps=none")
+	}
+	if r.NoUserNamespaces {
+		b.WriteString(" userns=none")
 	}
 	if len(r.Forwarded) > 0 {
 		fmt.Fprintf(&b, " forwarded=%v", r.Forwarded)

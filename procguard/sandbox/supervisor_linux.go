@@ -51,6 +51,9 @@ func (st *initState) serveSeccomp(listener int) {
 	st.readRules = readRules(st.spec.Landlock)
 	h := seccomp.Handler{
 		Decide: st.decide,
+		// No process of the sandbox holds a capability or can make a
+		// user namespace to regain one: none can chroot.
+		FixedRoot: st.report.NoUserNamespaces,
 		Confine: func() error {
 			if st.spec.Landlock == nil {
 				return nil

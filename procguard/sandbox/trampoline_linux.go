@@ -110,6 +110,7 @@ var warmSteps = []step{
 	{"slave mounts", slaveMounts},
 	{"mount proc", mountProc},
 	{"memfd noexec", memfdNoExec},
+	{"no user namespaces", noUserNamespaces},
 	{"loopback", loopback},
 	{"prime", primeCodecs},
 }
@@ -387,6 +388,27 @@ func memfdNoExec(st *initState) error {
 	return nil
 }
 
+// noUserNamespaces sets user.max_user_namespaces to 0 in the sandbox's
+// user namespace, so no process of the sandbox can make a user namespace
+// of its own. The capabilities the target gives up (dropCapabilities)
+// would otherwise come back in a namespace it makes: there it could
+// chroot (changing what its names mean) and reach the kernel's
+// namespace-only code. Without one, every process of the sandbox keeps
+// the root init gave the target; the supervisor relies on that
+// (seccomp.Handler.FixedRoot). A kernel that refuses the write leaves a
+// note, and the supervisor resolves each call's root as the task's own.
+func noUserNamespaces(st *initState) error {
+	if !st.report.Proc {
+		return nil
+	}
+	if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
+		st.report.Notes = append(st.report.Notes, "processes of the sandbox may make user namespaces: user.max_user_namespaces cannot be set ("+err.Error()+")")
+		return nil
+	}
+	st.report.NoUserNamespaces = true
+	return nil
+}
+
 func loadPolicies(st *initState) error {
 	for _, fs := range st.spec.Files {
 		p, err := policy.New(fs)
@@ -477,6 +499,15 @@ func startStage(st *initState) error {
 		return err
 	}
 	st.targetPid, st.stageErr, st.stageFD = c.Process.Pid, errR, mine
+	if st.execs == nil {
+		// Not held at its exec: the stage joins the tree's cgroup before
+		// it is sent its spec, so the target is born there.
+		if err := st.joinTree(c.Process.Pid); err != nil {
+			_ = c.Process.Kill()
+			specW.Close()
+			return &SetupError{Step: "join cgroup", Err: err}
+		}
+	}
 	ts := targetSpec{Spec: st.spec, SeccompReads: st.needsReads()}
 	for _, f := range st.extra {
 		ts.Extra = append(ts.Extra, f != nil)

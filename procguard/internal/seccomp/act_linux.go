@@ -300,16 +300,18 @@ func (s *server) reopen(tg *target, flags int) (int, unix.Errno) {
 
 // withUmask runs a call that creates a file with the task's umask in
 // force on the serving thread (which has a file-system context of its
-// own, so the umask is its alone).
+// own, so the umask is its alone and nothing else it does depends on it:
+// it stays set for the next create, usually with the same mask).
 func (s *server) withUmask(r *request, fn func() error) result {
 	mask, e := taskUmask(r.w.t)
 	if e != 0 {
 		return fail(e)
 	}
-	old := unix.Umask(mask)
-	err := fn()
-	unix.Umask(old)
-	return errnoResult(err)
+	if mask != s.umask {
+		unix.Umask(mask)
+		s.umask = mask
+	}
+	return errnoResult(fn())
 }
 
 // taskUmask reads the task's umask from /proc/<tid>/status.

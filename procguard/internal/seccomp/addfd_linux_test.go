@@ -81,6 +81,14 @@ func TestOpensUnderSignals(t *testing.T) {
 // process holds exactly the descriptors it held before: the supervisor
 // closes every directory, object, socket copy and listener copy it took.
 func TestServeLeavesNoDescriptors(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "task root", true: "fixed root"}[fixed], func(t *testing.T) {
+			serveLeavesNoDescriptors(t, fixed)
+		})
+	}
+}
+
+func serveLeavesNoDescriptors(t *testing.T, fixedRoot bool) {
 	dir := realTempDir(t)
 	ln, err := net.Listen("unix", dir+"/s.sock")
 	if err != nil {
@@ -123,7 +131,7 @@ func TestServeLeavesNoDescriptors(t *testing.T) {
 			}
 		}
 	})
-	wait := serve(t, listener, stop, rec.decide)
+	wait := serveWith(t, listener, stop, Handler{Decide: rec.decide, FixedRoot: fixedRoot})
 	waitDone(t, done, stop)
 	if err := wait(); err != nil {
 		t.Fatalf("Serve: %v", err)

@@ -134,8 +134,14 @@ func (s *stopper) stop() { s.once.Do(func() { close(s.ch) }) }
 // failing the test if it did not return within bound.
 func serve(t testing.TB, listener int, stop *stopper, decide func(*Call) unix.Errno) (wait func() error) {
 	t.Helper()
+	return serveWith(t, listener, stop, Handler{Decide: decide})
+}
+
+// serveWith is serve with every hook and option of h (ServeHandler).
+func serveWith(t testing.TB, listener int, stop *stopper, h Handler) (wait func() error) {
+	t.Helper()
 	ch := make(chan error, 1)
-	go func() { ch <- Serve(listener, stop.ch, decide) }()
+	go func() { ch <- ServeHandler(listener, stop.ch, h) }()
 	return func() error {
 		t.Helper()
 		select {

@@ -62,6 +62,12 @@ type Handler struct {
 	// serving thread whenever Fd is readable (it must make it not
 	// readable, as reading an eventfd does).
 	Events *Events
+	// FixedRoot says no task the filter covers can change its root
+	// directory (none holds CAP_SYS_CHROOT or can make a user namespace
+	// to gain it): the root of the first task that traps is opened once
+	// and stands for every task's, rather than each call opening
+	// /proc/<tid>/root.
+	FixedRoot bool
 }
 
 // Events is a descriptor the serving loop polls for its caller.
@@ -109,6 +115,8 @@ func serveOn(listener int, stop <-chan struct{}, h Handler) error {
 	s.caps.init()
 	s.syncWakeUp()
 	s.t.caps = &s.caps
+	s.t.fixedRoot = h.FixedRoot
+	defer s.t.closeRoot()
 
 	// wake becomes readable when stop is closed, so one poll waits for
 	// both.
@@ -181,6 +189,10 @@ type server struct {
 	// beforeExec runs for an allowed exec before it goes on (Handler).
 	beforeExec func(*Call) unix.Errno
 	caps       threadCaps // the serving thread's CAP_SYS_PTRACE
+	// umask is the serving thread's umask (its file-system context is
+	// its own): the last task umask a create needed, set again only when
+	// the next differs.
+	umask int
 }
 
 // kernelSizes asks the kernel once for its structure sizes.
@@ -208,7 +220,9 @@ func newServer(listener int) (*server, error) {
 		recv:    words(sz.notif, unsafe.Sizeof(notif{})),
 		resp:    words(sz.resp, unsafe.Sizeof(notifResp{})),
 		idValid: unix.SECCOMP_IOCTL_NOTIF_ID_VALID,
+		umask:   -1,
 	}
+	s.t.root = -1
 	// Probe the ID_VALID number with an id no notification has: a kernel
 	// that knows the number says ENOENT, one before 5.17 says EINVAL.
 	var id uint64

@@ -36,6 +36,12 @@ var errAny = errors.New("any error")
 // if not nil, runs for each case after its tree is made, before the
 // filter goes on.
 func runCases(t *testing.T, f Filter, cases []opCase, prepare func(name, dir string)) {
+	runCasesWith(t, f, Handler{}, cases, prepare)
+}
+
+// runCasesWith is runCases with Serve's hooks and options in h; h.Decide
+// is the recorder's.
+func runCasesWith(t *testing.T, f Filter, h Handler, cases []opCase, prepare func(name, dir string)) {
 	root := realTempDir(t)
 	wd, err := os.Getwd()
 	if err != nil {
@@ -63,7 +69,8 @@ func runCases(t *testing.T, f Filter, cases []opCase, prepare func(name, dir str
 			results[i].calls = rec.since(start)
 		}
 	})
-	wait := serve(t, listener, stop, rec.decide)
+	h.Decide = rec.decide
+	wait := serveWith(t, listener, stop, h)
 	waitDone(t, done, stop)
 	if err := wait(); err != nil {
 		t.Errorf("Serve: %v", err)
@@ -381,7 +388,7 @@ func TestServeCalls(t *testing.T) {
 			},
 			err: unix.ENOTSOCK},
 	}
-	runCases(t, Filter{UnixConnect: true}, cases, func(name, d string) {
+	prepare := func(name, d string) {
 		switch name {
 		case "name ending at an unmapped page":
 			edgeOK = edgeName(t, d+"/edge", false)
@@ -395,7 +402,14 @@ func TestServeCalls(t *testing.T) {
 			}
 			t.Cleanup(func() { l.Close() })
 		}
-	})
+	}
+	// The same calls resolve alike when the server holds one root for
+	// every task (Handler.FixedRoot): the test's tasks never chroot.
+	for _, fixed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "task root", true: "fixed root"}[fixed], func(t *testing.T) {
+			runCasesWith(t, Filter{UnixConnect: true}, Handler{FixedRoot: fixed}, cases, prepare)
+		})
+	}
 }
 
 func connectUnix(name string) error {

@@ -26,6 +26,33 @@ type task struct {
 	blk     []byte
 	blkAddr uint64
 	blkLen  int
+	// fixedRoot: every task has the same root (Handler.FixedRoot), held
+	// open in root (-1 until the first call that needs it).
+	fixedRoot bool
+	root      int
+}
+
+// sharedRoot is the root every task has under Handler.FixedRoot, opened
+// from the first task that needs it; ok is false without FixedRoot.
+func (t *task) sharedRoot() (fd int, ok bool, err error) {
+	if !t.fixedRoot {
+		return -1, false, nil
+	}
+	if t.root < 0 {
+		fd, err := t.openProc("root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
+		if err != nil {
+			return -1, true, err
+		}
+		t.root = fd
+	}
+	return t.root, true, nil
+}
+
+func (t *task) closeRoot() {
+	if t.fixedRoot && t.root >= 0 {
+		unix.Close(t.root)
+		t.root = -1
+	}
 }
 
 func (t *task) reset(tid uint32) {

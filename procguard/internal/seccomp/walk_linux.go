@@ -188,6 +188,13 @@ func (w *walker) taskRoot() (int, unix.Errno) {
 	if w.root >= 0 {
 		return w.root, 0
 	}
+	if fd, ok, err := w.t.sharedRoot(); ok {
+		// The task's, held by the server: not w.root, which close closes.
+		if err != nil {
+			return -1, unix.EACCES
+		}
+		return fd, 0
+	}
 	fd, err := w.t.openProc("root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return -1, unix.EACCES
