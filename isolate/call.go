@@ -17,6 +17,7 @@ import (
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // DefaultTimeout is how long a call may run when no Timeout option is
@@ -338,6 +339,9 @@ func classify(name string, final *message, cause, werr error, hp *procguard.Host
 		base.Kind, base.Err = Canceled, cause
 	case errors.As(werr, &ke):
 		base.Kind, base.Err = Canceled, ke.Cause
+	case errors.Is(werr, sandbox.ErrInitDied):
+		// The sandbox failed, not the function: its status says nothing.
+		base.Kind, base.Msg, base.Err = Crashed, werr.Error(), werr
 	case hp.OutOfMemory() || strings.Contains(stderr, "runtime: out of memory"):
 		base.Kind, base.MemoryLimit = OutOfMemory, hp.MemoryLimit()
 	case strings.HasPrefix(stderr, "panic: ") || strings.Contains(stderr, "\npanic: "):

@@ -27,7 +27,9 @@ const (
 	// released, and the call was killed; Err says which.
 	Canceled
 	// Crashed: the child died of a signal (Signal) or exited without a
-	// result (ExitCode), e.g. a runtime fatal error or os.Exit.
+	// result (ExitCode), e.g. a runtime fatal error or os.Exit; or the
+	// sandbox's init died under it (Err matches sandbox.ErrInitDied, Msg
+	// says how).
 	Crashed
 	// OutOfMemory: the child reached its memory limit and was killed, or
 	// the Go runtime could not get more memory.

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -65,6 +66,7 @@ type trampoline struct {
 	msgs     chan message  // the status stream after "ready"
 	readers  sync.WaitGroup
 	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
+	crash    []byte                               // lines of the stream that are not messages: init's runtime dying
 	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
 	judgeX   atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
 }
@@ -157,6 +159,9 @@ func (t *trampoline) readStatus() {
 	for sc.Scan() {
 		var m message
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			if len(t.crash) < maxCrash {
+				t.crash = append(append(t.crash, sc.Bytes()...), '\n')
+			}
 			continue
 		}
 		switch m.Event {
@@ -721,6 +726,9 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 	l.copyMu.Unlock()
 	switch {
 	case err != nil:
+	case l.t.exit == nil && state.Exited():
+		// Not killed, yet it never said how the target ended.
+		err = initDied(state, l.t.crash)
 	case !state.Success():
 		err = &exec.ExitError{ProcessState: state}
 	case copyErr != nil:
@@ -731,8 +739,23 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 	return state, err
 }
 
+// maxCrash bounds what is kept of init's dying words.
+const maxCrash = 8 << 10
+
+// initDied is ErrInitDied with init's status and the first line of what
+// its runtime wrote as it died.
+func initDied(state *os.ProcessState, crash []byte) error {
+	for line := range bytes.Lines(crash) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return fmt.Errorf("%w (%v): %.200s", ErrInitDied, state, line)
+		}
+	}
+	return fmt.Errorf("%w (%v)", ErrInitDied, state)
+}
+
 // Exit says how the target ended, after Wait: nil when the sandbox died
-// before it could tell (killed by a timeout or cancel).
+// before it could tell (killed by a timeout or cancel, or init died:
+// ErrInitDied).
 func (l *Launch) Exit() *Exit { return l.t.exit }
 
 // taskStates says where the threads of process pid and of its children

@@ -342,6 +342,13 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // sandbox at all: not Linux, or no user namespaces.
 var ErrUnavailable = errors.New("sandbox: unavailable")
 
+// ErrInitDied is matched (errors.Is) by the error Launch.Wait returns
+// when the sandbox's init ended on its own before it could say how the
+// target ended (a fault of the sandbox, such as its runtime failing to
+// make a thread): the exit status is init's, not the command's. The
+// error's text carries the first line init's runtime wrote as it died.
+var ErrInitDied = errors.New("sandbox: init died before the target ended")
+
 // message is one line of the trampoline's status stream to the host.
 type message struct {
 	Event  string  `json:"event"` // "started", "error", "exit"

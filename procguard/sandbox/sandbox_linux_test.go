@@ -481,3 +481,45 @@ func TestTaskStates(t *testing.T) {
 		}
 	}
 }
+
+// TestInitDied: when init itself dies (here of SIGABRT, which its Go
+// runtime turns into a stack dump and exit status 2) before the target
+// ends, Wait says so rather than pass init's status off as the
+// command's, with the first line the runtime wrote; the target dies with
+// the sandbox.
+func TestInitDied(t *testing.T) {
+	dir := realDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var out syncBuffer
+	spec := &Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "echo up; exec sleep 30"}, Dir: dir, Files: []policy.Spec{{WriteRoots: []string{dir}}}}
+	l, err := Start(ctx, spec, Stdio{Stdout: &out, WaitDelay: 5 * time.Second}, nil, nil)
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
+	defer timer.Stop()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "up") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := l.Process.Signal(unix.SIGABRT); err != nil {
+		t.Fatal(err)
+	}
+	state, err := l.Wait()
+	if !errors.Is(err, ErrInitDied) {
+		t.Fatalf("Wait: %v (%v), want ErrInitDied", err, state)
+	}
+	if !strings.Contains(err.Error(), "SIGABRT") {
+		t.Errorf("the error lacks the runtime's words: %v", err)
+	}
+	if l.Exit() != nil {
+		t.Errorf("Exit = %+v, want nil", l.Exit())
+	}
+	if m := proctree.NamespaceMembers(l.Report.PidNamespace, l.Process.Pid); len(m) > 0 {
+		t.Errorf("processes outlived init: %v", m)
+	}
+	t.Log(err)
+}

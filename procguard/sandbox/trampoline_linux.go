@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -141,6 +142,10 @@ const hostNetArg = "hostnet"
 
 func runInit(hostNet bool) int {
 	st := &initState{status: os.NewFile(fdStatus, "status"), stop: make(chan struct{}), listener: -1, hostNet: hostNet}
+	// Init's stderr is the null device; a fatal error of its runtime goes
+	// to the host on the status stream too, as lines that are not
+	// messages (see ErrInitDied).
+	_ = debug.SetCrashOutput(st.status, debug.CrashOptions{})
 	// The inherited fds must not reach the target.
 	_ = unix.CloseRange(fdCtl, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if !st.run(warmSteps) {
