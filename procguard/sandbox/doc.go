@@ -36,6 +36,10 @@
 //     carried over writable, with the binds inside them), so no call, by
 //     any name or descriptor, changes content, mode, owner, times or
 //     extended attributes outside them;
+//   - no process of the sandbox can make a user namespace
+//     (user.max_user_namespaces=0 in the sandbox's own), so none regains
+//     a capability and none can chroot: every process keeps the target's
+//     root (Report.NoUserNamespaces);
 //   - on one locked thread, init sets no_new_privs, drops every
 //     capability, applies the Landlock ruleset (write roots writable,
 //     everything else read-only, only approved programs executable) and
@@ -52,7 +56,10 @@
 //
 // Init stays pid 1: it reaps, forwards the signals a host uses to stop a
 // command (TERM, INT, HUP, ...) to the target, reports the target's exit
-// and exits with it. Init's end, whether the target exited, the host died
+// and exits with it. Its own threads are outside the command's pids
+// cgroup (Spec.TreeCgroup), so the tree reaching its process limit never
+// leaves init unable to make a thread; if init dies anyway, Wait says so
+// (ErrInitDied) rather than report its status as the target's. Init's end, whether the target exited, the host died
 // (parent-death signal), or a timeout or cancel killed it, makes the
 // kernel kill every process of the namespace and wait for them: setsid'd
 // and double-forked descendants cannot survive.
