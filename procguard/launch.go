@@ -182,6 +182,12 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	}
 	if spec.Judge == nil && !spec.NoSeccomp {
 		spec.Judge = c.judgeFileCall
+		// A guard that records allowed calls sees the child's too: each
+		// is decided again in the host, OnCall asked (a round trip per
+		// trapped call).
+		if g := audit.From(c.ctx).Guard(); g != nil && g.Settings().LogAllows {
+			spec.AskAllowed = true
+		}
 	}
 	if spec.JudgeExec == nil && !spec.NoSeccomp && !c.hostRun {
 		if ok, _ := sandbox.ExecJudgeable(); ok {
@@ -262,9 +268,10 @@ func (c *Cmd) judgeFileCall(fc *sandbox.FileCall) bool {
 	return audit.Check(c.ctx, ev, childFileRequest{fc}) == nil
 }
 
-// childFileRequest decides a refused child file call again with the
-// scope's policies; a refusal no rule makes (FileCall.Reason) is a hard
-// denial by ruleSandboxObject.
+// childFileRequest decides a child file call again with the scope's
+// policies: a refused one, where a refusal no rule makes
+// (FileCall.Reason) is a hard denial by ruleSandboxObject, or one the
+// supervisor allowed (FileCall.Allowed, Spec.AskAllowed).
 type childFileRequest struct{ fc *sandbox.FileCall }
 
 // ruleSandboxObject stands for the supervisor's refusals by object.
@@ -279,10 +286,19 @@ func (r childFileRequest) Decide(p *policy.Policy) policy.Decision {
 	if op == policy.OpConnect {
 		op = policy.OpWrite
 	}
+	var d policy.Decision
 	for _, path := range r.fc.Paths {
-		if d := p.CheckPath(op, path, ""); !d.Allowed {
+		d = p.CheckPath(op, path, "")
+		if !d.Allowed && r.fc.Allowed && op == policy.OpRead && (d.Rule == nil || d.Rule.Kind != policy.KindReadDeny) {
+			// Read roots are held by Landlock in the sandbox, as there.
+			d = policy.Allow(nil)
+		}
+		if !d.Allowed {
 			return d
 		}
+	}
+	if r.fc.Allowed {
+		return d
 	}
 	// The host's policy allows what the sandbox refused (a reload in
 	// between): the sandbox's answer stands.

@@ -691,6 +691,78 @@ func TestSandboxRefusalsReachHost(t *testing.T) {
 	}
 }
 
+// TestSandboxAllowedCallsReachHost: a guard that records allowed calls
+// (WithLogAllows) sees the file calls the supervisor allows a child too,
+// decided again in the host with the command's tool call and the name as
+// resolved (here through a /proc alias), and its OnCall may refuse one:
+// the child's create then fails and nothing is made. Without
+// WithLogAllows, allowed child calls leave no record.
+func TestSandboxAllowedCallsReachHost(t *testing.T) {
+	veto := audit.WithOnCall(func(ctx context.Context, ev *audit.Event) audit.Verdict {
+		if ev.Protocol == audit.FS && strings.HasSuffix(ev.Resolved, "/vetoed.txt") {
+			return audit.Deny
+		}
+		return audit.Continue
+	})
+	script := `echo a > made.txt; echo b > /proc/self/cwd/alias.txt; mkdir sub; mv made.txt sub/moved.txt; echo c > vetoed.txt || echo refused; echo done`
+	run := func(e *env) string {
+		t.Helper()
+		ctx, done := audit.WithCall(e.ctx, "agent-bash", nil)
+		defer done()
+		saved := e.ctx
+		e.ctx = ctx
+		defer func() { e.ctx = saved }()
+		must(t, os.WriteFile(filepath.Join(e.dir, "t.sh"), []byte(script), 0o644))
+		out, err, _ := runScript(t, e, "sh ./t.sh")
+		if !strings.Contains(out, "done") {
+			t.Fatalf("%v %q", err, out)
+		}
+		return out
+	}
+
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools}, veto, audit.WithLogAllows())
+	e.rec.Reset()
+	out := run(e)
+	if !strings.Contains(out, "refused") {
+		t.Errorf("the vetoed create did not fail in the child: %q", out)
+	}
+	if _, err := os.Lstat(filepath.Join(e.dir, "vetoed.txt")); err == nil {
+		t.Error("vetoed.txt was created")
+	}
+	for _, p := range []string{"alias.txt", "sub/moved.txt"} {
+		if _, err := os.Lstat(filepath.Join(e.dir, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	got := map[string]audit.Outcome{}
+	for _, r := range e.rec.Records() {
+		if r.Protocol != audit.FS || !strings.Contains(r.Detail, "in the sandbox") {
+			continue
+		}
+		if r.Tool != "agent-bash" {
+			t.Errorf("record %+v: not attributed to the tool call", r)
+		}
+		got[strings.TrimPrefix(r.Resolved, e.dir+"/")+" "+r.Op.String()] = r.Outcome
+	}
+	for k, want := range map[string]audit.Outcome{
+		"made.txt write": audit.Allowed, "alias.txt write": audit.Allowed, "sub create": audit.Allowed,
+		"made.txt move": audit.Allowed, "vetoed.txt write": audit.Denied,
+	} {
+		if got[k] != want {
+			t.Errorf("%s: outcome %v, want %v (records: %v)", k, got[k], want, got)
+		}
+	}
+
+	quiet := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	quiet.rec.Reset()
+	run(quiet)
+	for _, r := range quiet.rec.Records() {
+		if r.Protocol == audit.FS && r.Outcome == audit.Allowed && strings.Contains(r.Detail, "in the sandbox") {
+			t.Errorf("allowed child call recorded without WithLogAllows: %+v", r)
+		}
+	}
+}
+
 // TestSandboxGitMetadata is a child that tries to make the host's next
 // git command read configuration or hooks it wrote: by exchanging a
 // crafted directory with .git, moving .git away and putting one back, a

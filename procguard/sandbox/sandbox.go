@@ -70,6 +70,12 @@ type Spec struct {
 	// AskHost is set by Start when Judge is: init sends refusals to the
 	// host and waits for its answer.
 	AskHost bool `json:"ask_host,omitempty"`
+	// AskAllowed, with Judge, asks Judge about every file call the
+	// supervisor allows as well (FileCall.Allowed set): the host records
+	// it and may refuse it by returning false. It costs the calling
+	// process a round trip to the host per trapped call, so a host sets it
+	// only when it wants allowed calls seen (the guard records allows).
+	AskAllowed bool `json:"ask_allowed,omitempty"`
 	// JudgeExec, when set, is asked in the host about every program a
 	// process of the sandbox starts (execve, execveat) after the target
 	// itself, with what really runs: it returns true to let it run. The
@@ -180,6 +186,9 @@ type FileCall struct {
 	// read it, or a move or link would give a read-denied file a new
 	// name. Such a refusal is not overturned.
 	Reason string `json:"reason,omitempty"`
+	// Allowed is set when the supervisor allowed the call and the host is
+	// asked only because of Spec.AskAllowed: Judge's true lets it go on.
+	Allowed bool `json:"allowed,omitempty"`
 }
 
 // Net is the target's network.

@@ -86,10 +86,16 @@ func (st *initState) decide(c *seccomp.Call) unix.Errno {
 		return st.decideExec(c)
 	}
 	reason, denied := st.verdict(c)
-	if !denied {
+	switch {
+	case !denied && (!st.spec.AskAllowed || st.ctl == nil):
 		return 0
-	}
-	if st.ctl != nil && st.askHost(c, reason) {
+	case !denied:
+		// The host wants allowed calls seen (Spec.AskAllowed): it records
+		// the call and may refuse it.
+		if st.askHost(c, "", true) {
+			return 0
+		}
+	case st.ctl != nil && st.askHost(c, reason, false):
 		return 0
 	}
 	return unix.EACCES
@@ -133,12 +139,19 @@ func (st *initState) verdict(c *seccomp.Call) (reason string, denied bool) {
 	return "", false
 }
 
-// askHost sends a refused call to the host (Spec.Judge) and waits, at most
-// JudgeTimeout, for its judgement: true overturns the refusal.
-func (st *initState) askHost(c *seccomp.Call, reason string) bool {
-	fc := &FileCall{Pid: c.Pid, Call: c.Name, Op: c.Op, Reason: reason}
+// askHost sends a call to the host (Spec.Judge), refused or, with
+// allowed, allowed, and waits, at most JudgeTimeout, for its judgement:
+// true lets the call go on.
+func (st *initState) askHost(c *seccomp.Call, reason string, allowed bool) bool {
+	fc := &FileCall{Pid: c.Pid, Call: c.Name, Op: c.Op, Reason: reason, Allowed: allowed}
 	for _, p := range c.Paths {
+		if allowed && (p.Name == "" || under(p.Name, kernelTrees...)) {
+			continue // not judged by name (verdict): nothing to say
+		}
 		fc.Paths = append(fc.Paths, p.Name)
+	}
+	if allowed && len(fc.Paths) == 0 {
+		return true
 	}
 	return st.ask(message{Event: "file", File: fc}, &fc.ID).Allow
 }
