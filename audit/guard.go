@@ -105,6 +105,7 @@ type Guard struct {
 	logger     *slog.Logger
 	recorder   *Recorder
 	logAllows  bool
+	childCalls bool
 	rescueHard bool
 	trustHard  bool
 	recordHook func(context.Context, Record)
@@ -168,6 +169,17 @@ func WithRecorder(r *Recorder) Option {
 // warnings.
 func WithLogAllows() Option {
 	return func(g *Guard, _ *state) { g.logAllows = true }
+}
+
+// WithChildFileCalls has the file calls a sandboxed child's supervisor
+// allows decided again in this guard too (procguard, isolate): each is
+// recorded as allowed (with WithLogAllows or a Recorder's record hook it
+// is kept) and asked of OnCall, which may refuse it. That costs the child
+// a round trip to the host per trapped call (every create, write,
+// delete, rename and link); without it only the supervisor's refusals
+// reach the host.
+func WithChildFileCalls() Option {
+	return func(g *Guard, _ *state) { g.childCalls = true }
 }
 
 // WithRescueHard lets BeforeDeny rescue, and an OnCall Allow overturn, hard

@@ -25,17 +25,21 @@ type Settings struct {
 	// OnCall and BeforeDeny say whether the callbacks are set; a child
 	// asks the host only for those that are.
 	OnCall, BeforeDeny bool
+	// ChildFileCalls is WithChildFileCalls: a sandbox sends the host the
+	// file calls it allows, not only its refusals.
+	ChildFileCalls bool
 }
 
 // Settings returns g's current modes and options.
 func (g *Guard) Settings() Settings {
 	st := g.state.Load()
 	return Settings{
-		Modes:      append([]Mode(nil), st.modes[:]...),
-		LogAllows:  g.logAllows,
-		RescueHard: g.rescueHard,
-		OnCall:     g.onCall != nil,
-		BeforeDeny: g.beforeDeny != nil,
+		Modes:          append([]Mode(nil), st.modes[:]...),
+		LogAllows:      g.logAllows,
+		RescueHard:     g.rescueHard,
+		OnCall:         g.onCall != nil,
+		BeforeDeny:     g.beforeDeny != nil,
+		ChildFileCalls: g.childCalls,
 	}
 }
 

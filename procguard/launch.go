@@ -182,10 +182,10 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	}
 	if spec.Judge == nil && !spec.NoSeccomp {
 		spec.Judge = c.judgeFileCall
-		// A guard that records allowed calls sees the child's too: each
-		// is decided again in the host, OnCall asked (a round trip per
-		// trapped call).
-		if g := audit.From(c.ctx).Guard(); g != nil && g.Settings().LogAllows {
+		// A guard that asks for them sees the child's allowed calls too:
+		// each is decided again in the host, OnCall asked (a round trip
+		// per trapped call).
+		if g := audit.From(c.ctx).Guard(); g != nil && g.Settings().ChildFileCalls {
 			spec.AskAllowed = true
 		}
 	}

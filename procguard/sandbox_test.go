@@ -691,12 +691,13 @@ func TestSandboxRefusalsReachHost(t *testing.T) {
 	}
 }
 
-// TestSandboxAllowedCallsReachHost: a guard that records allowed calls
-// (WithLogAllows) sees the file calls the supervisor allows a child too,
-// decided again in the host with the command's tool call and the name as
-// resolved (here through a /proc alias), and its OnCall may refuse one:
-// the child's create then fails and nothing is made. Without
-// WithLogAllows, allowed child calls leave no record.
+// TestSandboxAllowedCallsReachHost: a guard that asks for them
+// (WithChildFileCalls) sees the file calls the supervisor allows a child
+// too, decided again in the host with the command's tool call and the
+// name as resolved (here through a /proc alias), and its OnCall may
+// refuse one: the child's create then fails and nothing is made. Without
+// it, allowed child calls leave no record, even where allowed calls are
+// logged (WithLogAllows).
 func TestSandboxAllowedCallsReachHost(t *testing.T) {
 	veto := audit.WithOnCall(func(ctx context.Context, ev *audit.Event) audit.Verdict {
 		if ev.Protocol == audit.FS && strings.HasSuffix(ev.Resolved, "/vetoed.txt") {
@@ -720,7 +721,7 @@ func TestSandboxAllowedCallsReachHost(t *testing.T) {
 		return out
 	}
 
-	e := sandboxEnv(t, policy.Spec{Exec: shellTools}, veto, audit.WithLogAllows())
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools}, veto, audit.WithChildFileCalls(), audit.WithLogAllows())
 	e.rec.Reset()
 	out := run(e)
 	if !strings.Contains(out, "refused") {
@@ -753,12 +754,12 @@ func TestSandboxAllowedCallsReachHost(t *testing.T) {
 		}
 	}
 
-	quiet := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	quiet := sandboxEnv(t, policy.Spec{Exec: shellTools}, audit.WithLogAllows())
 	quiet.rec.Reset()
 	run(quiet)
 	for _, r := range quiet.rec.Records() {
 		if r.Protocol == audit.FS && r.Outcome == audit.Allowed && strings.Contains(r.Detail, "in the sandbox") {
-			t.Errorf("allowed child call recorded without WithLogAllows: %+v", r)
+			t.Errorf("allowed child call recorded without WithChildFileCalls: %+v", r)
 		}
 	}
 }

@@ -74,7 +74,8 @@ type Spec struct {
 	// supervisor allows as well (FileCall.Allowed set): the host records
 	// it and may refuse it by returning false. It costs the calling
 	// process a round trip to the host per trapped call, so a host sets it
-	// only when it wants allowed calls seen (the guard records allows).
+	// only when it wants allowed calls seen (procguard: the guard's
+	// audit.WithChildFileCalls).
 	AskAllowed bool `json:"ask_allowed,omitempty"`
 	// JudgeExec, when set, is asked in the host about every program a
 	// process of the sandbox starts (execve, execveat) after the target
