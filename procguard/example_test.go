@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
@@ -67,4 +69,49 @@ func ExampleCmd_Check() {
 	// "git status"             allowed=true tier=none rule=exec rule "git status" (code)
 	// "git status && git push" allowed=false tier=hard rule=exec rule "deny git push" (team.toml:7)
 	// "git status; id"         allowed=false tier=soft rule=exec rule "programs need an exec rule" (builtin)
+}
+
+// A guard that asks for a sandboxed child's allowed file calls
+// (audit.WithChildFileCalls) records each of them with the tool call the
+// command runs under, and its OnCall may refuse one: here any write to a
+// file named *.lock, however the child spells the name. Each such call
+// waits for the host, so hosts ask only when they need to see them.
+func ExampleCommandContext_childFileCalls() {
+	work, _ := os.MkdirTemp("", "example-")
+	defer os.RemoveAll(work)
+	pol, err := policy.New(policy.Spec{
+		WriteRoots: []string{work},
+		Exec:       policy.ExecSpec{Rules: []policy.ExecRule{{Program: "sh"}}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rec := audit.NewRecorder()
+	noLocks := audit.WithOnCall(func(ctx context.Context, ev *audit.Event) audit.Verdict {
+		if ev.Protocol == audit.FS && strings.HasSuffix(ev.Resolved, ".lock") {
+			return audit.Deny
+		}
+		return audit.Continue
+	})
+	g, _ := audit.New(pol, audit.WithChildFileCalls(), audit.WithLogAllows(), audit.WithRecorder(rec), noLocks,
+		audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	ctx, release, _ := g.Enter(context.Background())
+	defer release()
+	ctx, done := audit.WithCall(ctx, "bash", nil)
+	defer done()
+
+	cmd := procguard.CommandContext(ctx, "sh", "-c", "echo a > notes.txt; echo b > /proc/self/cwd/build.lock || echo refused")
+	cmd.Dir = work
+	out, _ := cmd.Output()
+	fmt.Printf("%s", out)
+	for _, r := range rec.Records() {
+		if r.Protocol == audit.FS {
+			fmt.Println(r.Tool, r.Op, filepath.Base(r.Resolved), r.Outcome)
+		}
+	}
+	// On a host where commands run in the sandbox, this prints:
+	//   refused
+	//   bash write notes.txt allowed
+	//   bash write build.lock denied
 }
