@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -522,4 +523,65 @@ func TestInitDied(t *testing.T) {
 		t.Errorf("processes outlived init: %v", m)
 	}
 	t.Log(err)
+}
+
+// TestTreeCgroupOnEveryPath: with Spec.TreeCgroup, the target is in that
+// cgroup from its first instruction on every start path (forked and held
+// at a ptrace stop, forked with its execs judged, through the stage where
+// ptrace is refused), and init is not: the tree's process limit never
+// counts init's threads. The cgroup is a v1 pids one the test makes (the
+// kind that holds a process's controllers apart); the target reads its
+// own /proc/self/cgroup as its first program.
+func TestTreeCgroupOnEveryPath(t *testing.T) {
+	const v1 = "/sys/fs/cgroup/pids"
+	if _, err := os.Stat(filepath.Join(v1, "cgroup.procs")); err != nil {
+		t.Skipf("no v1 pids hierarchy here: %v", err)
+	}
+	for _, path := range []string{"fork", "fork-judged", "stage"} {
+		t.Run(path, func(t *testing.T) {
+			forceStage = path == "stage"
+			defer func() { forceStage = false }()
+			name := fmt.Sprintf("auditguard-test-%d-%s", os.Getpid(), path)
+			cg := filepath.Join(v1, name)
+			if err := os.Mkdir(cg, 0o755); err != nil {
+				t.Skipf("cannot make a pids cgroup here: %v", err)
+			}
+			defer func() {
+				for deadline := time.Now().Add(5 * time.Second); os.Remove(cg) != nil && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+			procs, err := os.OpenFile(filepath.Join(cg, "cgroup.procs"), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer procs.Close()
+			dir := t.TempDir()
+			spec := &Spec{Path: "/bin/sh", Args: []string{"sh", "-c", `grep :pids: /proc/self/cgroup; grep :pids: /proc/1/cgroup`},
+				Dir: dir, Files: []policy.Spec{{WriteRoots: []string{dir}}}, TreeCgroup: procs}
+			if path == "fork-judged" {
+				spec.JudgeExec = (&execJudge{}).judge
+			}
+			var out, errb bytes.Buffer
+			l, state, err := run(t, spec, Stdio{Stdout: &out, Stderr: &errb})
+			if err != nil || !state.Success() {
+				t.Fatalf("%v %v: %s", err, state, &errb)
+			}
+			if path == "fork-judged" && !l.Report.Exec {
+				t.Skipf("execs are not judged here: %v", l.Report)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("output %q", out.String())
+			}
+			// The sandbox has no cgroup namespace of its own: the paths
+			// are the host's.
+			if !strings.HasSuffix(lines[0], "/"+name) {
+				t.Errorf("the target is in %q, want the tree's cgroup %s", lines[0], name)
+			}
+			if strings.HasSuffix(lines[1], "/"+name) {
+				t.Errorf("init is in the tree's cgroup: %q", lines[1])
+			}
+		})
+	}
 }
