@@ -20,6 +20,7 @@ type task struct {
 	proc string // "/proc/<tid>/"
 	tid  int
 	buf  []byte      // scratch of pathMax bytes for memory
+	lbuf []byte      // scratch of pathMax bytes for readlink, kept across calls
 	caps *threadCaps // the serving thread's, raised to open the task's /proc entries
 	// blk holds the block of memory an exec's argument strings were read
 	// from last (blkLen bytes at blkAddr), for the strings after it.

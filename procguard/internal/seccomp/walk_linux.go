@@ -109,7 +109,6 @@ type walker struct {
 	root  int // the task's root directory, opened lazily; -1 until then
 	pidfd int // the task's pidfd, opened lazily; 0 until then
 	links int
-	lbuf  []byte
 }
 
 func (w *walker) close() {
@@ -265,14 +264,14 @@ func (w *walker) object(fd int) (target, unix.Errno) {
 // absolute path, or ok false when it has none (a pipe, a socket, an
 // anonymous inode, a deleted file).
 func (w *walker) fdPath(fd int) (string, bool) {
-	if w.lbuf == nil {
-		w.lbuf = make([]byte, pathMax)
+	if w.t.lbuf == nil {
+		w.t.lbuf = make([]byte, pathMax)
 	}
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), w.lbuf)
-	if err != nil || n >= len(w.lbuf) {
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), w.t.lbuf)
+	if err != nil || n >= len(w.t.lbuf) {
 		return "", false
 	}
-	s := string(w.lbuf[:n])
+	s := string(w.t.lbuf[:n])
 	if !strings.HasPrefix(s, "/") || strings.HasSuffix(s, " (deleted)") {
 		return "", false
 	}
@@ -650,17 +649,17 @@ func (w *walker) dup(dir int, name string) (target, unix.Errno) {
 }
 
 func (w *walker) readlink(dir int, name string) (string, unix.Errno) {
-	if w.lbuf == nil {
-		w.lbuf = make([]byte, pathMax)
+	if w.t.lbuf == nil {
+		w.t.lbuf = make([]byte, pathMax)
 	}
-	n, err := unix.Readlinkat(dir, name, w.lbuf)
+	n, err := unix.Readlinkat(dir, name, w.t.lbuf)
 	if err != nil {
 		return "", errnoOf(err)
 	}
-	if n >= len(w.lbuf) {
+	if n >= len(w.t.lbuf) {
 		return "", unix.ENAMETOOLONG
 	}
-	return string(w.lbuf[:n]), 0
+	return string(w.t.lbuf[:n]), 0
 }
 
 // selfName is what /proc/self or /proc/thread-self stand for when the
