@@ -8,7 +8,7 @@
 //	auditdemo [--log FILE]                     the scripted session
 //	auditdemo check --policy FILE              validate; print the effective rules
 //	auditdemo explain --policy FILE write PATH | read PATH | exec CMD ARGS... | dial HOST:PORT
-//	auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
+//	auditdemo run --policy FILE [--log FILE] [--file-calls] -- CMD ARGS...
 //	auditdemo suggest --log FILE                  TOML that would allow a Warn run's would-denies
 //	auditdemo suggest --log FILE --policy FILE [--diff] [--keep-modes]  that policy with them merged
 //	auditdemo proxy --policy FILE --listen ADDR [--log FILE]  the egress proxy, logging JSON lines
@@ -37,7 +37,7 @@ const usage = `usage:
   auditdemo explain --policy FILE read PATH
   auditdemo explain --policy FILE exec CMD ARGS...
   auditdemo explain --policy FILE dial HOST:PORT
-  auditdemo run --policy FILE [--log FILE] -- CMD ARGS...
+  auditdemo run --policy FILE [--log FILE] [--file-calls] -- CMD ARGS...
                                                run a command under procguard and print the decision
   auditdemo suggest --log FILE                 print the narrowest TOML additions that would allow
                                                the would-deny events of a Warn-mode log

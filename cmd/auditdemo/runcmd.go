@@ -14,7 +14,7 @@ import (
 	"github.com/auditguard/auditguard/procguard"
 )
 
-const runUsage = "usage: auditdemo run --policy FILE [--log FILE] -- CMD ARGS..."
+const runUsage = "usage: auditdemo run --policy FILE [--log FILE] [--file-calls] -- CMD ARGS..."
 
 // Exit status of run when the command did not run to an exit status of
 // its own.
@@ -36,6 +36,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("policy", "", "the policy `FILE`")
 	logPath := fs.String("log", "", "write audit records as JSON lines to `FILE`")
+	fileCalls := fs.Bool("file-calls", false, "record every file call the sandbox's supervisor allows too, not only its refusals (a round trip to the host per call)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,7 +52,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	rec := audit.NewRecorder()
-	_, g, err := loadGuard(*path, audit.WithRecorder(rec), audit.WithLogger(logger), audit.WithLogAllows())
+	opts := []audit.Option{audit.WithRecorder(rec), audit.WithLogger(logger), audit.WithLogAllows()}
+	if *fileCalls {
+		opts = append(opts, audit.WithChildFileCalls())
+	}
+	_, g, err := loadGuard(*path, opts...)
 	if err != nil {
 		printLoadError(stderr, *path, err)
 		return 2
@@ -95,7 +100,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if cmd.Process != nil {
 		fmt.Fprintf(stderr, "exit status: %d\n", status)
 		printTree(stderr, cmd.Tree())
-		printConfinement(stderr, cmd.Confinement)
+		printConfinement(stderr, cmd.Confinement, *fileCalls)
 	}
 	return status
 }
@@ -162,7 +167,7 @@ func printRecords(w io.Writer, recs []audit.Record) {
 }
 
 // printConfinement prints what Start enforced on the child.
-func printConfinement(w io.Writer, c procguard.Confinement) {
+func printConfinement(w io.Writer, c procguard.Confinement, fileCalls bool) {
 	fmt.Fprintln(w, "confinement:")
 	if sb := c.Sandbox; sb != nil {
 		fmt.Fprintf(w, "  sandbox        %s\n", strings.Join(sb.Namespaces, ", ")+" namespaces")
@@ -174,6 +179,9 @@ func printConfinement(w io.Writer, c procguard.Confinement) {
 		files := "masks and read-only binds only"
 		if sb.Seccomp {
 			files = "every create, write, delete, rename and link judged on what it reaches and performed by the supervisor (seccomp); refusals recorded above"
+			if fileCalls {
+				files = "every create, write, delete, rename and link judged on what it reaches and performed by the supervisor (seccomp), each recorded above (--file-calls)"
+			}
 			if sb.SeccompReads {
 				files += "; reads judged against read-deny"
 			}

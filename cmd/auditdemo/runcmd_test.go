@@ -147,3 +147,33 @@ func TestRunPrintsTree(t *testing.T) {
 		t.Errorf("tree:\n%s", tree)
 	}
 }
+
+// TestRunFileCalls: with --file-calls, run records the file calls the
+// sandbox's supervisor allowed, each with the name as resolved (here
+// through a /proc alias); without it, only refusals are there.
+func TestRunFileCalls(t *testing.T) {
+	work, _ := agentHome(t)
+	t.Chdir(work)
+	pol := filepath.Join(t.TempDir(), "calls.toml")
+	if err := os.WriteFile(pol, []byte("[fs]\nwrite_roots = [\""+work+"\"]\n[[exec.allow]]\nprogram = \"sh\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `echo a > /proc/self/cwd/made.txt`
+	r := cli(t, "run", "--policy", pol, "--file-calls", "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("run: %v", r)
+	}
+	if !strings.Contains(r.stderr, "performed by the supervisor") {
+		t.Skipf("no file-call supervisor here:\n%s", r.stderr)
+	}
+	if want := "fs write " + filepath.Join(work, "made.txt") + ": allowed"; !strings.Contains(r.stderr, want) {
+		t.Errorf("--file-calls: no %q in\n%s", want, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "each recorded above (--file-calls)") {
+		t.Errorf("the confinement does not say allowed calls are recorded:\n%s", r.stderr)
+	}
+	r = cli(t, "run", "--policy", pol, "--", "sh", "-c", script)
+	if r.code != 0 || strings.Contains(r.stderr, "fs write "+filepath.Join(work, "made.txt")) {
+		t.Errorf("without --file-calls the allowed write was recorded: %v", r)
+	}
+}
