@@ -636,21 +636,7 @@ func TestSandboxRefusalsReachHost(t *testing.T) {
 		return ev.Call != nil && ev.Call.Name == "trusted" && strings.HasSuffix(ev.Resolved, "/.env")
 	})
 	e := sandboxEnv(t, policy.Spec{Exec: shellTools}, rescue, audit.WithRescueHard())
-	run := func(tool, script string) string {
-		t.Helper()
-		ctx, done := audit.WithCall(e.ctx, tool, nil)
-		defer done()
-		saved := e.ctx
-		e.ctx = ctx
-		defer func() { e.ctx = saved }()
-		// From a file: the argv layer does not read what it runs.
-		must(t, os.WriteFile(filepath.Join(e.dir, "t.sh"), []byte(script), 0o644))
-		out, err, _ := runScript(t, e, "sh ./t.sh")
-		if !strings.Contains(out, "done") {
-			t.Fatalf("%s: %v %q", tool, err, out)
-		}
-		return out
-	}
+	run := func(tool, script string) string { return runAsTool(t, e, tool, script) }
 	e.rec.Reset()
 	run("agent-bash", `r=$(printf .bash); echo x > "/proc/self/cwd/${r}rc"; echo x > /proc/self/cwd/.env; echo done`)
 	for _, p := range []string{".bashrc", ".env"} {
@@ -691,6 +677,24 @@ func TestSandboxRefusalsReachHost(t *testing.T) {
 	}
 }
 
+// runAsTool runs script (from a file: the argv layer does not read what
+// it runs) in e's sandbox under the tool call tool, and returns its
+// output, which must say "done".
+func runAsTool(t *testing.T, e *env, tool, script string) string {
+	t.Helper()
+	ctx, done := audit.WithCall(e.ctx, tool, nil)
+	defer done()
+	saved := e.ctx
+	e.ctx = ctx
+	defer func() { e.ctx = saved }()
+	must(t, os.WriteFile(filepath.Join(e.dir, "t.sh"), []byte(script), 0o644))
+	out, err, _ := runScript(t, e, "sh ./t.sh")
+	if !strings.Contains(out, "done") {
+		t.Fatalf("%s: %v %q", tool, err, out)
+	}
+	return out
+}
+
 // TestSandboxAllowedCallsReachHost: a guard that asks for them
 // (WithChildFileCalls) sees the file calls the supervisor allows a child
 // too, decided again in the host with the command's tool call and the
@@ -706,20 +710,7 @@ func TestSandboxAllowedCallsReachHost(t *testing.T) {
 		return audit.Continue
 	})
 	script := `echo a > made.txt; echo b > /proc/self/cwd/alias.txt; mkdir sub; mv made.txt sub/moved.txt; echo c > vetoed.txt || echo refused; echo done`
-	run := func(e *env) string {
-		t.Helper()
-		ctx, done := audit.WithCall(e.ctx, "agent-bash", nil)
-		defer done()
-		saved := e.ctx
-		e.ctx = ctx
-		defer func() { e.ctx = saved }()
-		must(t, os.WriteFile(filepath.Join(e.dir, "t.sh"), []byte(script), 0o644))
-		out, err, _ := runScript(t, e, "sh ./t.sh")
-		if !strings.Contains(out, "done") {
-			t.Fatalf("%v %q", err, out)
-		}
-		return out
-	}
+	run := func(e *env) string { return runAsTool(t, e, "agent-bash", script) }
 
 	e := sandboxEnv(t, policy.Spec{Exec: shellTools}, veto, audit.WithChildFileCalls(), audit.WithLogAllows())
 	e.rec.Reset()

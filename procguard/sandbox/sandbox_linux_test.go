@@ -303,22 +303,8 @@ func children(t *testing.T) []int {
 // exec.Cmd.Cancel or Process.Signal would) reaches the target, which can
 // clean up and choose its exit.
 func TestSignalsReachTheTarget(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
 	out := &syncBuffer{}
-	l, err := Start(ctx, shSpec(t, t.TempDir(), `trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done`),
-		Stdio{Stdout: out, WaitDelay: 5 * time.Second}, nil, nil)
-	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("no sandbox here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
-	defer timer.Stop()
-	for deadline := time.Now().Add(testTimeout); !strings.Contains(out.String(), "ready") && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	l := startUntil(t, shSpec(t, t.TempDir(), `trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done`), out, "ready")
 	if err := l.Process.Signal(unix.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -326,6 +312,28 @@ func TestSignalsReachTheTarget(t *testing.T) {
 	if state.ExitCode() != 7 || !strings.Contains(out.String(), "got-term") {
 		t.Fatalf("exit %d, output %q: the target did not get SIGTERM", state.ExitCode(), out.String())
 	}
+}
+
+// startUntil starts spec with its stdout in out and returns once out
+// holds marker (or testTimeout has passed); a kill timer bounds the
+// sandbox to testTimeout. The caller Waits.
+func startUntil(t *testing.T, spec *Spec, out *syncBuffer, marker string) *Launch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	l, err := Start(ctx, spec, Stdio{Stdout: out, WaitDelay: 5 * time.Second}, nil, nil)
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
+	t.Cleanup(func() { timer.Stop() })
+	for deadline := time.Now().Add(testTimeout); !strings.Contains(out.String(), marker) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return l
 }
 
 // syncBuffer is a bytes.Buffer safe for a copier and a poller.
@@ -489,23 +497,8 @@ func TestTaskStates(t *testing.T) {
 // command's, with the first line the runtime wrote; the target dies with
 // the sandbox.
 func TestInitDied(t *testing.T) {
-	dir := realDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
 	var out syncBuffer
-	spec := &Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "echo up; exec sleep 30"}, Dir: dir, Files: []policy.Spec{{WriteRoots: []string{dir}}}}
-	l, err := Start(ctx, spec, Stdio{Stdout: &out, WaitDelay: 5 * time.Second}, nil, nil)
-	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("no sandbox here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
-	defer timer.Stop()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "up") && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	l := startUntil(t, shSpec(t, realDir(t), "echo up; exec sleep 30"), &out, "up")
 	if err := l.Process.Signal(unix.SIGABRT); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -382,15 +383,23 @@ func mountProc(st *initState) error {
 // the supervisor judges execs (which refuses them too). An older kernel
 // has no such sysctl: a note says so.
 func memfdNoExec(st *initState) error {
-	if !st.report.Proc {
-		return nil
-	}
-	if err := os.WriteFile("/proc/sys/vm/memfd_noexec", []byte("2"), 0); err != nil {
-		st.report.Notes = append(st.report.Notes, "memfds may be executable: vm.memfd_noexec cannot be set ("+err.Error()+")")
-		return nil
-	}
-	st.report.MemfdNoExec = true
+	st.report.MemfdNoExec = st.sysctl("vm.memfd_noexec", "2", "memfds may be executable")
 	return nil
+}
+
+// sysctl writes value to the sysctl name in the sandbox's own namespaces
+// (through the sandbox's /proc) and reports whether it took; where it
+// did not, a note starting with risk says why. Without a /proc of the
+// sandbox's own it writes nothing: the host's would change.
+func (st *initState) sysctl(name, value, risk string) bool {
+	if !st.report.Proc {
+		return false
+	}
+	if err := os.WriteFile("/proc/sys/"+strings.ReplaceAll(name, ".", "/"), []byte(value), 0); err != nil {
+		st.report.Notes = append(st.report.Notes, risk+": "+name+" cannot be set ("+err.Error()+")")
+		return false
+	}
+	return true
 }
 
 // noUserNamespaces sets user.max_user_namespaces to 0 in the sandbox's
@@ -403,14 +412,7 @@ func memfdNoExec(st *initState) error {
 // (seccomp.Handler.FixedRoot). A kernel that refuses the write leaves a
 // note, and the supervisor resolves each call's root as the task's own.
 func noUserNamespaces(st *initState) error {
-	if !st.report.Proc {
-		return nil
-	}
-	if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
-		st.report.Notes = append(st.report.Notes, "processes of the sandbox may make user namespaces: user.max_user_namespaces cannot be set ("+err.Error()+")")
-		return nil
-	}
-	st.report.NoUserNamespaces = true
+	st.report.NoUserNamespaces = st.sysctl("user.max_user_namespaces", "0", "processes of the sandbox may make user namespaces")
 	return nil
 }
 
