@@ -163,6 +163,7 @@ func serveOn(listener int, stop <-chan struct{}, h Handler) error {
 		if len(fds) > 2 && fds[2].Revents != 0 {
 			h.Events.Handle()
 		}
+		yielded = yield(yielded)
 		ev := fds[0].Revents
 		switch {
 		case fds[1].Revents != 0:
@@ -171,7 +172,6 @@ func serveOn(listener int, stop <-chan struct{}, h Handler) error {
 			if err := s.answer(h.Decide); err != nil {
 				return err
 			}
-			yielded = yield(yielded)
 		case ev&unix.POLLHUP != 0:
 			return nil
 		case ev&(unix.POLLERR|unix.POLLNVAL) != 0:
