@@ -39,17 +39,12 @@ import (
 // thread that attached); the reaper, which waits for every process of
 // the namespace, hands it the stops it sees.
 //
-// Both threads spend their time blocked in system calls (the listener's
-// poll, wait4), each holding a P of Go's scheduler, and wake for every
-// exec. Go's sysmon takes a P back from a thread in a system call when no
-// P is idle, or when the P has run the same goroutine for 10 ms; every
-// such take sets sysmon polling again every 20 µs for at least 50 rounds.
-// With one exec every few milliseconds that never ended: on a loaded
-// two-CPU host sysmon took 30 to 45% of init's CPU time in a loop of
-// short programs, about as much as the serving thread itself. So init
-// keeps a P idle for them (GOMAXPROCS at least 3: newExecs) and each
-// thread yields its P now and then (yield), so that neither take
-// happens; either one alone left sysmon as busy.
+// The reaper, like the serving loop (see package seccomp's yield), loops
+// in system calls and never blocks in Go: to Go's scheduler it is one
+// goroutine that runs on and on, and sysmon takes the P of one that ran
+// 10 ms without rescheduling, each take setting sysmon polling every
+// 20 µs again. It wakes for every exec stop, so it yields its P now and
+// then as well (yield).
 
 // execs is the supervisor's state for exec calls. pending and first are
 // the serving thread's alone; mu guards what the reaper touches.
@@ -76,8 +71,7 @@ type execs struct {
 	mu       sync.Mutex
 	events   []traceEvent
 	traced   map[int]bool // pids the serving thread traces
-	// The last yields of the serving thread and of the reaper (yield).
-	served, reaped time.Time
+	reaped   time.Time    // the reaper's last yield
 }
 
 // expectation is what a seized caller's exec must run.
@@ -98,11 +92,6 @@ func newExecs(env []string) (*execs, error) {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
-	}
-	// Two threads block in system calls with a P each; a third stays
-	// idle (see the top of this file).
-	if runtime.GOMAXPROCS(0) < 3 {
-		runtime.GOMAXPROCS(3)
 	}
 	x := &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}, base: map[string]bool{}, envScripts: map[int][2]string{}, allowed: map[string]bool{}}
 	for _, kv := range env {
@@ -392,15 +381,14 @@ func (x *execs) stopped(pid int, ws unix.WaitStatus) {
 	yield(&x.reaped)
 }
 
-// yieldEvery is how often the serving thread and the reaper let Go's
-// scheduler run something else on their P: well under sysmon's 10 ms.
+// yieldEvery is how often the reaper lets Go's scheduler run something
+// else on its P: well under sysmon's 10 ms.
 const yieldEvery = 2 * time.Millisecond
 
 // yield gives up the calling goroutine's P for a moment when the last
-// time was yieldEvery ago or more: a goroutine that loops in system calls
-// never reschedules, and sysmon takes the P of one that ran for 10 ms
-// (see the top of this file). A yield of a goroutine locked to its
-// thread costs two thread switches, some 10 µs.
+// time was yieldEvery ago or more (see the top of this file). A yield of
+// a goroutine locked to its thread, as the reaper is, costs two thread
+// switches, some 10 µs.
 func yield(last *time.Time) {
 	if now := time.Now(); now.Sub(*last) >= yieldEvery {
 		runtime.Gosched()
@@ -438,7 +426,6 @@ func (st *initState) handleTraceEvents() {
 		x.untrace(ev.pid)
 		delete(x.pending, ev.pid)
 	}
-	yield(&x.served)
 }
 
 func (x *execs) untrace(pid int) {
