@@ -163,7 +163,6 @@ func serveOn(listener int, stop <-chan struct{}, h Handler) error {
 		if len(fds) > 2 && fds[2].Revents != 0 {
 			h.Events.Handle()
 		}
-		yielded = yield(yielded)
 		ev := fds[0].Revents
 		switch {
 		case fds[1].Revents != 0:
@@ -177,6 +176,8 @@ func serveOn(listener int, stop <-chan struct{}, h Handler) error {
 		case ev&(unix.POLLERR|unix.POLLNVAL) != 0:
 			return fmt.Errorf("seccomp: listener fd %d: poll events %#x", listener, ev)
 		}
+		// After the answer, not before it: no task waits on the yield.
+		yielded = yield(yielded)
 	}
 }
 
