@@ -44,7 +44,8 @@ func (g *Guard) Settings() Settings {
 }
 
 // Options returns the options that make a guard decide as s says:
-// modes, WithLogAllows, WithRescueHard. Callbacks are not among them.
+// modes, WithLogAllows, WithRescueHard, WithChildFileCalls. Callbacks are
+// not among them.
 func (s Settings) Options() []Option {
 	var opts []Option
 	for p, m := range s.Modes {
@@ -57,6 +58,9 @@ func (s Settings) Options() []Option {
 	}
 	if s.RescueHard {
 		opts = append(opts, WithRescueHard())
+	}
+	if s.ChildFileCalls {
+		opts = append(opts, WithChildFileCalls())
 	}
 	return opts
 }

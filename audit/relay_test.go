@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -103,5 +104,23 @@ func TestRelayCallbackPanic(t *testing.T) {
 	var cp *CallbackPanic
 	if !errors.As(err, &cp) || v != Continue {
 		t.Fatalf("verdict %v err %v", v, err)
+	}
+}
+
+// TestSettingsOptionsRoundTrip: a guard built from another's
+// Settings().Options() has the same settings, callbacks aside.
+func TestSettingsOptionsRoundTrip(t *testing.T) {
+	pol := newPolicy(t, policy.Spec{WriteRoots: []string{t.TempDir()}})
+	for _, opts := range [][]Option{
+		nil,
+		{WithLogAllows()},
+		{WithRescueHard(), WithMode(FS, Warn)},
+		{WithChildFileCalls(), WithMode(Net, Off)},
+	} {
+		want := newGuard(t, pol, opts...).Settings()
+		got := newGuard(t, pol, want.Options()...).Settings()
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("from %+v: got %+v", want, got)
+		}
 	}
 }
