@@ -59,10 +59,11 @@
 // and exits with it. Its own threads are outside the command's pids
 // cgroup (Spec.TreeCgroup), so the tree reaching its process limit never
 // leaves init unable to make a thread; if init dies anyway, Wait says so
-// (ErrInitDied) rather than report its status as the target's. Init's end, whether the target exited, the host died
-// (parent-death signal), or a timeout or cancel killed it, makes the
-// kernel kill every process of the namespace and wait for them: setsid'd
-// and double-forked descendants cannot survive.
+// (ErrInitDied) rather than report its status as the target's. Init's
+// end, whether the target exited, the host died (parent-death signal), or
+// a timeout or cancel killed it, makes the kernel kill every process of
+// the namespace and wait for them: setsid'd and double-forked descendants
+// cannot survive.
 //
 // # Not guaranteed
 //

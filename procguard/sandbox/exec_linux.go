@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"os"
 	"path"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,12 +38,11 @@ import (
 // thread that attached); the reaper, which waits for every process of
 // the namespace, hands it the stops it sees.
 //
-// The reaper, like the serving loop (see package seccomp's yield), loops
-// in system calls and never blocks in Go: to Go's scheduler it is one
-// goroutine that runs on and on, and sysmon takes the P of one that ran
-// 10 ms without rescheduling, each take setting sysmon polling every
-// 20 µs again. It wakes for every exec stop, so it yields its P now and
-// then as well (yield).
+// The reaper, like the serving loop, loops in system calls and never
+// blocks in Go: to Go's scheduler it is one goroutine that runs on and
+// on, and sysmon takes the P of one that ran 10 ms without rescheduling,
+// each take setting sysmon polling every 20 µs again. It wakes for every
+// exec stop, so it yields its P now and then as well (seccomp.Yield).
 
 // execs is the supervisor's state for exec calls. pending and first are
 // the serving thread's alone; mu guards what the reaper touches.
@@ -378,22 +376,7 @@ func (x *execs) stopped(pid int, ws unix.WaitStatus) {
 	x.mu.Unlock()
 	var one = [8]byte{1}
 	_, _ = unix.Write(x.efd, one[:])
-	yield(&x.reaped)
-}
-
-// yieldEvery is how often the reaper lets Go's scheduler run something
-// else on its P: well under sysmon's 10 ms.
-const yieldEvery = 2 * time.Millisecond
-
-// yield gives up the calling goroutine's P for a moment when the last
-// time was yieldEvery ago or more (see the top of this file). A yield of
-// a goroutine locked to its thread, as the reaper is, costs two thread
-// switches, some 10 µs.
-func yield(last *time.Time) {
-	if now := time.Now(); now.Sub(*last) >= yieldEvery {
-		runtime.Gosched()
-		*last = time.Now()
-	}
+	x.reaped = seccomp.Yield(x.reaped)
 }
 
 // handle runs on the serving thread when the reaper handed it stops.

@@ -769,10 +769,7 @@ func taskStates(pid int) string {
 	var order []string
 	for _, task := range tasks {
 		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, task.Name())
-		wchan, _ := os.ReadFile(dir + "wchan")
-		sc, _ := os.ReadFile(dir + "syscall")
-		nr, _, _ := strings.Cut(strings.TrimSpace(string(sc)), " ")
-		k := string(wchan) + "/" + nr
+		k := waitsIn(dir)
 		if counts[k] == 0 {
 			order = append(order, k)
 		}
@@ -789,13 +786,19 @@ func taskStates(pid int) string {
 		dir := "/proc/" + c + "/"
 		cmd, _ := os.ReadFile(dir + "cmdline")
 		name, _, _ := strings.Cut(string(cmd), "\x00")
-		wchan, _ := os.ReadFile(dir + "wchan")
-		sc, _ := os.ReadFile(dir + "syscall")
-		nr, _, _ := strings.Cut(strings.TrimSpace(string(sc)), " ")
-		out += fmt.Sprintf("; child %s %s %s/%s", c, name, wchan, nr)
+		out += fmt.Sprintf("; child %s %s %s", c, name, waitsIn(dir))
 	}
 	if len(out) > 600 {
 		out = out[:600] + "..."
 	}
 	return out
+}
+
+// waitsIn says where the task whose /proc directory is dir waits:
+// "wchan/syscall number".
+func waitsIn(dir string) string {
+	wchan, _ := os.ReadFile(dir + "wchan")
+	sc, _ := os.ReadFile(dir + "syscall")
+	nr, _, _ := strings.Cut(strings.TrimSpace(string(sc)), " ")
+	return string(wchan) + "/" + nr
 }

@@ -34,19 +34,16 @@ type task struct {
 }
 
 // sharedRoot is the root every task has under Handler.FixedRoot, opened
-// from the first task that needs it; ok is false without FixedRoot.
-func (t *task) sharedRoot() (fd int, ok bool, err error) {
-	if !t.fixedRoot {
-		return -1, false, nil
-	}
+// from the first task that needs it and held by the server.
+func (t *task) sharedRoot() (int, unix.Errno) {
 	if t.root < 0 {
 		fd, err := t.openProc("root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 		if err != nil {
-			return -1, true, err
+			return -1, unix.EACCES
 		}
 		t.root = fd
 	}
-	return t.root, true, nil
+	return t.root, 0
 }
 
 func (t *task) closeRoot() {

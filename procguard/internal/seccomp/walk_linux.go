@@ -187,12 +187,9 @@ func (w *walker) taskRoot() (int, unix.Errno) {
 	if w.root >= 0 {
 		return w.root, 0
 	}
-	if fd, ok, err := w.t.sharedRoot(); ok {
-		// The task's, held by the server: not w.root, which close closes.
-		if err != nil {
-			return -1, unix.EACCES
-		}
-		return fd, 0
+	if w.t.fixedRoot {
+		// Held by the server: not w.root, which close closes.
+		return w.t.sharedRoot()
 	}
 	fd, err := w.t.openProc("root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
