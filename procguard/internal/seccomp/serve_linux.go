@@ -260,9 +260,19 @@ func newServer(listener int) (*server, error) {
 	return s, nil
 }
 
+// ioctl makes one ioctl on the listener. The ones that take the filter's
+// notify lock (ID_VALID, SEND, SET_FLAGS) wait for it interruptibly: a
+// signal to the serving thread then fails them with EINTR having done
+// nothing, and they are made again (a lost SEND would leave the task
+// waiting and end Serve). RECV's EINTR is the caller's: it goes back to
+// poll rather than block.
 func (s *server) ioctl(req uintptr, arg unsafe.Pointer) unix.Errno {
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), req, uintptr(arg))
-	return e
+	for {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), req, uintptr(arg))
+		if e != unix.EINTR || req == unix.SECCOMP_IOCTL_NOTIF_RECV {
+			return e
+		}
+	}
 }
 
 // syncWakeUp asks the kernel (Linux 6.6, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
