@@ -44,10 +44,10 @@ import (
 // each take setting sysmon polling every 20 µs again. It wakes for every
 // exec stop, so it yields its P now and then as well (seccomp.Yield).
 
-// execs is the supervisor's state for exec calls. pending and first are
+// execs is the supervisor's state for exec calls. pending and cmd are
 // the serving thread's alone; mu guards what the reaper touches.
 type execs struct {
-	first   bool                 // the target's own exec was seen
+	cmd     *command             // the command whose target's own exec was seen last
 	judged  *ExecCall            // the exec decideExec allowed last, for beforeExec
 	pending map[int]*expectation // seized callers, by thread id
 	base    map[string]bool      // the command's own environment entries
@@ -86,16 +86,29 @@ type traceEvent struct {
 	exited bool
 }
 
-func newExecs(env []string) (*execs, error) {
+func newExecs() (*execs, error) {
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	x := &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}, base: map[string]bool{}, envScripts: map[int][2]string{}, allowed: map[string]bool{}}
-	for _, kv := range env {
+	return &execs{efd: efd, pending: map[int]*expectation{}, traced: map[int]bool{}}, nil
+}
+
+// begin starts the judging of a new command's execs (a session runs
+// several, one after another): its environment is the base a child's
+// additions are told against, and what the host allowed without asking
+// for the last command is asked again.
+func (x *execs) begin(cmd *command) {
+	x.cmd = cmd
+	x.base = make(map[string]bool, len(cmd.env))
+	for _, kv := range cmd.env {
 		x.base[kv] = true
 	}
-	return x, nil
+	x.envScripts = map[int][2]string{}
+	x.allowed = map[string]bool{}
+	x.repeatMu.Lock()
+	x.flushed = false
+	x.repeatMu.Unlock()
 }
 
 // decideExec judges an exec: the target's own first exec was judged by
@@ -103,8 +116,8 @@ func newExecs(env []string) (*execs, error) {
 func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 	x := st.execs
 	x.judged = nil
-	if !x.first {
-		x.first = true
+	if cmd := st.cmd.Load(); x.cmd != cmd {
+		x.begin(cmd)
 		if st.collectAtFirst {
 			allocateGarbage()
 		}
@@ -113,14 +126,14 @@ func (st *initState) decideExec(c *seccomp.Call) unix.Errno {
 		}
 		// The target joins the tree's cgroup now, before its first
 		// instruction; init's threads stay out of it.
-		if err := st.joinTree(c.Pid); err != nil {
+		if err := joinCgroups(cmd.tree, c.Pid); err != nil {
 			return unix.EAGAIN
 		}
-		if st.rlimitsAtExec {
+		if cmd.rlimitsAtExec {
 			// The task waits in its exec, its new program not yet
 			// loaded: limits set now are in force from its first
 			// instruction, with no ptrace stop.
-			if err := prlimits(c.Pid, st.spec.Rlimits); err != nil {
+			if err := prlimits(c.Pid, cmd.rlimits); err != nil {
 				st.rlimitErr.Store(&err)
 				return unix.EPERM
 			}

@@ -39,6 +39,15 @@ func startTarget(st *initState) error {
 		}
 	}
 	st.report.Notes = append(st.report.Notes, "ptrace is refused here; the target was started through a second stage")
+	if st.next != nil {
+		// The stage confines itself, not init's command thread: a later
+		// command would start unconfined. The session ends with this
+		// command; the host starts the next in a new sandbox.
+		st.next.Close()
+		st.next = nil
+	}
+	// The stage sets the rlimits itself.
+	st.cmd.Store(&command{env: st.spec.Env, tree: st.treeProcs})
 	// The stage confines itself; it is started from a clean thread.
 	done := make(chan error, 1)
 	go func() { done <- startStage(st) }()
@@ -53,22 +62,28 @@ func startTarget(st *initState) error {
 // exec (ptrace) until they are in force. It returns errTraceRefused, with
 // nothing started, where the kernel refuses ptrace.
 func (st *initState) forkTarget(ts *targetState) error {
-	for _, s := range confineSteps {
-		if err := s.run(ts); err != nil {
-			return &SetupError{Step: s.name, Err: err}
+	if !st.confined {
+		// Once: a session's later targets inherit the same confinement
+		// from this thread, and are served by the same supervisor.
+		for _, s := range confineSteps {
+			if err := s.run(ts); err != nil {
+				return &SetupError{Step: s.name, Err: err}
+			}
+		}
+		st.confined = true
+		st.report.Landlock = ts.report.Landlock
+		st.report.NoCapabilities = ts.report.NoCapabilities
+		st.listener = ts.listener
+		if ts.listener >= 0 {
+			if err := st.startSupervisor(ts.listener); err != nil {
+				return &SetupError{Step: "supervisor", Err: err}
+			}
 		}
 	}
-	st.report.Landlock = ts.report.Landlock
-	st.report.NoCapabilities = ts.report.NoCapabilities
 	// Where the supervisor will hold the target's first exec, it sets the
-	// rlimits there (decided before it starts serving); otherwise a
-	// ptrace stop at the exec does.
-	st.rlimitsAtExec = ts.listener >= 0 && st.spec.ExecJudged && len(st.spec.Rlimits) > 0
-	if ts.listener >= 0 {
-		if err := st.startSupervisor(ts.listener); err != nil {
-			return &SetupError{Step: "supervisor", Err: err}
-		}
-	}
+	// rlimits there; otherwise a ptrace stop at the exec does.
+	st.rlimitsAtExec = st.listener >= 0 && st.spec.ExecJudged && len(st.spec.Rlimits) > 0
+	st.cmd.Store(&command{env: st.spec.Env, rlimits: st.spec.Rlimits, rlimitsAtExec: st.rlimitsAtExec, tree: st.treeProcs})
 	env := st.spec.Env
 	if env == nil {
 		env = []string{} // nil would hand the target init's environment
@@ -78,7 +93,7 @@ func (st *initState) forkTarget(ts *targetState) error {
 	}
 	// Without the supervisor holding the first exec, a ptrace stop there
 	// sets the rlimits and puts the target in the tree's cgroup.
-	trace := len(st.spec.Rlimits) > 0 && !st.rlimitsAtExec || st.treeProcs != nil && st.execs == nil
+	trace := len(st.spec.Rlimits) > 0 && !st.rlimitsAtExec || len(st.treeProcs) > 0 && st.execs == nil
 	if st.execs != nil {
 		// The target's exec is trapped while this thread waits in the
 		// vfork without a system call the runtime can see, so it answers
@@ -161,12 +176,27 @@ func (st *initState) holdAtExec(pid int) (step string, err error) {
 	}
 }
 
-// joinTree puts pid in the tree's cgroup (Spec.TreeCgroup), if there is
-// one. The pid is read in init's pid namespace, the writer's.
+// joinTree puts pid in the tree's cgroups (Spec.TreeCgroups), if there
+// are any. The pid is read in init's pid namespace, the writer's.
 func (st *initState) joinTree(pid int) error {
-	if st.treeProcs == nil {
-		return nil
+	return joinCgroups(st.treeProcs, pid)
+}
+
+func joinCgroups(procs []*os.File, pid int) error {
+	for _, f := range procs {
+		if _, err := f.WriteString(strconv.Itoa(pid)); err != nil {
+			return err
+		}
 	}
-	_, err := st.treeProcs.WriteString(strconv.Itoa(pid))
-	return err
+	return nil
+}
+
+// command is what the serving thread needs of the command whose target
+// runs now; init hands it over (initState.cmd) before the target starts,
+// and the serving thread takes it at the target's first exec.
+type command struct {
+	env           []string   // the target's environment (ExecCall.Set is what a child adds)
+	rlimits       []Rlimit   // set while the first exec is held, with rlimitsAtExec
+	rlimitsAtExec bool       // see initState.rlimitsAtExec
+	tree          []*os.File // the tree cgroups' cgroup.procs
 }

@@ -66,6 +66,9 @@ type trampoline struct {
 	msgs     chan message  // the status stream after "ready"
 	readers  sync.WaitGroup
 	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
+	session  bool                                 // init keeps the sandbox after an "exit" (Session)
+	exits    chan *Exit                           // a session's "exit" messages
+	gone     chan struct{}                        // closed when the status stream ended
 	crash    []byte                               // lines of the stream that are not messages: init's runtime dying
 	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
 	judgeX   atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
@@ -75,11 +78,10 @@ type trampoline struct {
 // once the init exists; its runtime and the set-up that needs no spec
 // (mounts made slaves, /proc, loopback) go on without the host.
 func newTrampoline(hostNet bool) (*trampoline, error) {
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	ctl, ctlIn, err := socketPair("sandbox-ctl")
 	if err != nil {
-		return nil, os.NewSyscallError("socketpair", err)
+		return nil, err
 	}
-	ctl, ctlIn := os.NewFile(uintptr(pair[0]), "sandbox-ctl"), os.NewFile(uintptr(pair[1]), "sandbox-ctl")
 	defer ctlIn.Close()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
@@ -130,7 +132,7 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 		return nil, &SetupError{Step: "clone", Path: "/proc/self/exe", Err: err}
 	}
 	t := &trampoline{proc: proc, ctl: ctl, statusR: statusR, hostNet: hostNet,
-		ready: make(chan struct{}), msgs: make(chan message, 4)}
+		ready: make(chan struct{}), msgs: make(chan message, 4), exits: make(chan *Exit, 1), gone: make(chan struct{})}
 	// Blocking reads (Fd puts the pipe in blocking mode): the reader's
 	// thread wakes as soon as init writes, without a hop through the
 	// runtime's poller. A child's exec waits for the host's answer to each
@@ -145,6 +147,7 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 // t.ready, the exit message is kept for Exit.
 func (t *trampoline) readStatus() {
 	defer t.readers.Done()
+	defer close(t.gone)
 	defer close(t.msgs)
 	saidReady := false
 	readyOnce := sync.OnceFunc(func() { close(t.ready) })
@@ -171,6 +174,9 @@ func (t *trampoline) readStatus() {
 			continue
 		case "exit":
 			t.exit = m.Exit
+			if t.session && m.Exit != nil {
+				t.exits <- m.Exit // one command at a time: its Wait takes it
+			}
 			continue
 		case "file":
 			t.answer(m.File)
@@ -249,9 +255,7 @@ func (t *trampoline) alive() bool {
 func (t *trampoline) discard() {
 	_ = t.proc.Kill()
 	_, _ = t.proc.Wait()
-	t.ctl.Close()
-	t.readers.Wait()
-	t.statusR.Close()
+	t.close()
 }
 
 // The pool keeps one trampoline of each kind (own network or host
@@ -396,6 +400,8 @@ type Launch struct {
 	Report *Report
 
 	t      *trampoline
+	s      *Session // the session whose sandbox runs it, if any
+	exit   *Exit
 	fwd    sync.WaitGroup
 	cancel context.CancelFunc
 
@@ -417,38 +423,27 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 	if err != nil {
 		return nil, err
 	}
-	l := &Launch{Process: t.proc, t: t, waitDelay: stdio.WaitDelay}
-	// A failure after the trampoline exists kills and reaps it (and with
-	// it anything it started) before returning: the caller must not Wait.
-	fail := func(err error) (*Launch, error) {
-		_ = t.proc.Kill()
-		if l.waitDelay <= 0 {
-			l.waitDelay = time.Second
-		}
-		_, _ = l.Wait()
-		return nil, err
-	}
+	return start(ctx, t, spec, stdio, join, dial, nil)
+}
+
+// start sends spec to the ready trampoline t and waits for its target to
+// start. With s, the sandbox becomes s's: init keeps it for the session's
+// later commands (Session.Start), forwarded ports are served with the
+// dialer of the command that runs at the time.
+func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join func(pid int) error, dial Dialer, s *Session) (*Launch, error) {
+	l := &Launch{Process: t.proc, t: t, waitDelay: stdio.WaitDelay, s: s}
 	if join != nil {
 		if err := join(t.proc.Pid); err != nil {
-			return fail(&SetupError{Step: "join cgroup", Err: err})
+			return l.fail(&SetupError{Step: "join cgroup", Err: err})
 		}
 	}
-	if spec.Judge != nil {
-		t.judge.Store(&spec.Judge)
-	}
-	if spec.JudgeExec != nil {
-		t.judgeX.Store(&spec.JudgeExec)
-	}
+	l.setJudges(spec)
 	files, err := l.stdioFiles(stdio)
 	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst}
 	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
 	ws.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
-	if err == nil && spec.TreeCgroup != nil {
-		var d *os.File
-		if d, err = dupFile(spec.TreeCgroup); err == nil {
-			files = append(files, d)
-			ws.TreeJoin = true
-		}
+	if err == nil {
+		files, err = treeFiles(spec, &ws, files)
 	}
 	var fwdHost, fwdIn *os.File
 	if err == nil && len(spec.Net.Forward) > 0 && !spec.Net.Host {
@@ -457,14 +452,16 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 			ws.Forwarder = true
 		}
 	}
-	for _, f := range stdio.ExtraFiles {
-		ws.Extra = append(ws.Extra, f != nil)
-		if f != nil && err == nil {
-			var d *os.File
-			if d, err = dupFile(f); err == nil {
-				files = append(files, d)
-			}
+	if err == nil && s != nil {
+		var next *os.File
+		if s.next, next, err = socketPair("sandbox-session"); err == nil {
+			files = append(files, next)
+			ws.Session = true
+			t.session = true
 		}
+	}
+	if err == nil {
+		files, err = appendExtra(stdio, &ws, files)
 	}
 	if err == nil {
 		err = sendSpec(t.ctl, &ws, files)
@@ -476,29 +473,108 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 		if fwdHost != nil {
 			fwdHost.Close()
 		}
-		return fail(&SetupError{Step: "send spec", Err: err})
+		return l.fail(&SetupError{Step: "send spec", Err: err})
 	}
 	if fwdHost != nil {
+		if s != nil {
+			dial = s.dialNow
+		}
 		fctx, cancel := context.WithCancel(context.Background())
-		l.cancel = cancel
-		l.fwd.Add(1)
+		fwd := &l.fwd
+		if s != nil {
+			s.cancel, fwd = cancel, &s.fwd
+		} else {
+			l.cancel = cancel
+		}
+		fwd.Add(1)
 		go func() {
-			defer l.fwd.Done()
+			defer fwd.Done()
 			defer fwdHost.Close()
 			_ = netfwd.Host(fctx, fwdHost, dial)
 		}()
 	}
+	return l.started(ctx)
+}
+
+// setJudges makes spec's Judge and JudgeExec the ones the trampoline asks
+// from now on.
+func (l *Launch) setJudges(spec *Spec) {
+	if spec.Judge != nil {
+		l.t.judge.Store(&spec.Judge)
+	} else {
+		l.t.judge.Store(nil)
+	}
+	if spec.JudgeExec != nil {
+		l.t.judgeX.Store(&spec.JudgeExec)
+	} else {
+		l.t.judgeX.Store(nil)
+	}
+}
+
+// treeFiles appends copies of spec's tree cgroup files to files.
+func treeFiles(spec *Spec, ws *wireSpec, files []*os.File) ([]*os.File, error) {
+	for _, f := range spec.TreeCgroups {
+		d, err := dupFile(f)
+		if err != nil {
+			return files, err
+		}
+		files = append(files, d)
+		ws.TreeJoins++
+	}
+	return files, nil
+}
+
+// appendExtra appends copies of stdio's extra files to files, marking in
+// ws which are there.
+func appendExtra(stdio Stdio, ws *wireSpec, files []*os.File) ([]*os.File, error) {
+	for _, f := range stdio.ExtraFiles {
+		ws.Extra = append(ws.Extra, f != nil)
+		if f != nil {
+			d, err := dupFile(f)
+			if err != nil {
+				return files, err
+			}
+			files = append(files, d)
+		}
+	}
+	return files, nil
+}
+
+// socketPair returns the two ends of a new stream socket pair.
+func socketPair(name string) (*os.File, *os.File, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	return os.NewFile(uintptr(pair[0]), name), os.NewFile(uintptr(pair[1]), name), nil
+}
+
+// fail ends a start that went wrong after the trampoline was taken: it
+// kills and reaps it (and with it anything it started) and returns err;
+// the caller must not Wait.
+func (l *Launch) fail(err error) (*Launch, error) {
+	_ = l.t.proc.Kill()
+	if l.waitDelay <= 0 {
+		l.waitDelay = time.Second
+	}
+	_, _ = l.Wait()
+	return nil, err
+}
+
+// started waits for init to say the target started (or why it did not).
+func (l *Launch) started(ctx context.Context) (*Launch, error) {
+	t := l.t
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
 	select {
 	case m, ok := <-t.msgs:
 		switch {
 		case !ok:
-			return fail(&SetupError{Step: "trampoline", Err: errors.New("exited before the target started")})
+			return l.fail(&SetupError{Step: "trampoline", Err: errors.New("exited before the target started")})
 		case m.Event == "error":
-			return fail(m.setupErr())
+			return l.fail(m.setupErr())
 		case m.Event != "started" || m.Report == nil:
-			return fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("unexpected message %q", m.Event)})
+			return l.fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("unexpected message %q", m.Event)})
 		}
 		l.Report = m.Report
 		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", t.proc.Pid)); err == nil {
@@ -506,9 +582,9 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 		}
 		return l, nil
 	case <-ctx.Done():
-		return fail(ctx.Err())
+		return l.fail(ctx.Err())
 	case <-timer.C:
-		return fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("no answer within %v (%s)", startTimeout, taskStates(t.proc.Pid))})
+		return l.fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("no answer within %v (%s)", startTimeout, taskStates(t.proc.Pid))})
 	}
 }
 
@@ -517,8 +593,8 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 const startTimeout = 30 * time.Second
 
 // sendSpec hands the trampoline the target's descriptors (stdin, stdout,
-// stderr, the tree's cgroup.procs if ws.TreeJoin, the forwarding socket
-// if ws.Forwarder, then the extra files ws.Extra marks present) with an
+// stderr, ws.TreeJoins tree cgroup.procs files, the forwarding socket
+// if ws.Forwarder, the session's socket if ws.Session, then the extra files ws.Extra marks present) with an
 // 8-byte length, then the spec as JSON of that length.
 func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
 	b, err := json.Marshal(ws)
@@ -547,8 +623,10 @@ func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
 // judged).
 type wireSpec struct {
 	Spec
-	Forwarder      bool   `json:"forwarder,omitempty"` // the forwarding socket follows stdio
-	Extra          []bool `json:"extra,omitempty"`     // per extra file: sent (true) or nil
+	TreeJoins      int    `json:"tree_joins,omitempty"` // how many tree cgroup files follow stdio
+	Session        bool   `json:"session,omitempty"`    // the session's socket follows the forwarding socket
+	Forwarder      bool   `json:"forwarder,omitempty"`  // the forwarding socket follows stdio
+	Extra          []bool `json:"extra,omitempty"`      // per extra file: sent (true) or nil
 	ForceStage     bool   `json:"force_stage,omitempty"`
 	CollectAtFirst bool   `json:"collect_at_first,omitempty"`
 }
@@ -687,10 +765,27 @@ func (l *Launch) noteCopyErr(err error) {
 // exec.ErrWaitDelay is returned if nothing else went wrong. A target that
 // exited non-zero gives an *exec.ExitError.
 //
+// A session's command (Session.Start) ends when its target has ended and
+// init has killed what it left; init and its sandbox go on. Its Wait
+// returns a nil *os.ProcessState (no process of the host's ended) and,
+// for a target that failed, an *ExitError. If the sandbox itself ended
+// first (killed, or ErrInitDied), Wait returns init's state and error as
+// for a command of its own, and the session starts its next command in a
+// new sandbox.
+//
 // A goroutine copying from a Stdin that never returns from Read is left
 // behind after WaitDelay, as exec.Cmd leaves it.
 func (l *Launch) Wait() (*os.ProcessState, error) {
-	state, err := l.Process.Wait()
+	var state *os.ProcessState
+	var err error
+	if l.s != nil {
+		// A session's command ends with init's word; init goes on.
+		if l.exit = l.awaitExit(); l.exit == nil {
+			state, err = l.Process.Wait() // the session's sandbox ended
+		}
+	} else {
+		state, err = l.Process.Wait()
+	}
 	copied := make(chan struct{})
 	go func() {
 		l.copiers.Wait()
@@ -711,25 +806,31 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 	for _, f := range l.hostEnds {
 		f.Close()
 	}
-	if l.cancel != nil {
-		l.cancel()
+	if l.s != nil {
+		l.s.finished(l.exit == nil)
+	} else {
+		if l.cancel != nil {
+			l.cancel()
+		}
+		l.fwd.Wait()
+		l.t.close()
+		l.exit = l.t.exit
+		// The next command's trampoline starts once this one is over, so
+		// its start-up competes with neither this command's set-up nor its
+		// run.
+		go refill(l.t.hostNet)
 	}
-	l.fwd.Wait()
-	l.t.ctl.Close()
-	l.t.readers.Wait()
-	l.t.statusR.Close()
-	// The next command's trampoline starts once this one is over, so its
-	// start-up competes with neither this command's set-up nor its run.
-	go refill(l.t.hostNet)
 	l.copyMu.Lock()
 	copyErr := l.copyErr
 	l.copyMu.Unlock()
 	switch {
 	case err != nil:
-	case l.t.exit == nil && state.Exited():
+	case state == nil && (l.exit.Code != 0 || l.exit.Signal != 0):
+		err = &ExitError{Exit: *l.exit}
+	case state != nil && l.exit == nil && state.Exited():
 		// Not killed, yet it never said how the target ended.
 		err = initDied(state, l.t.crash)
-	case !state.Success():
+	case state != nil && !state.Success():
 		err = &exec.ExitError{ProcessState: state}
 	case copyErr != nil:
 		err = copyErr
@@ -737,6 +838,30 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 		err = exec.ErrWaitDelay
 	}
 	return state, err
+}
+
+// awaitExit waits for init to say how a session's command ended; nil when
+// the sandbox ended first (killed, or init died).
+func (l *Launch) awaitExit() *Exit {
+	select {
+	case e := <-l.t.exits:
+		return e
+	case <-l.t.gone:
+		select {
+		case e := <-l.t.exits:
+			return e
+		default:
+			return nil
+		}
+	}
+}
+
+// close closes the host's ends of a trampoline that has been reaped and
+// waits for its status reader.
+func (t *trampoline) close() {
+	t.ctl.Close()
+	t.readers.Wait()
+	t.statusR.Close()
 }
 
 // maxCrash bounds what is kept of init's dying words.
@@ -756,7 +881,7 @@ func initDied(state *os.ProcessState, crash []byte) error {
 // Exit says how the target ended, after Wait: nil when the sandbox died
 // before it could tell (killed by a timeout or cancel, or init died:
 // ErrInitDied).
-func (l *Launch) Exit() *Exit { return l.t.exit }
+func (l *Launch) Exit() *Exit { return l.exit }
 
 // taskStates says where the threads of process pid and of its children
 // wait ("wchan/syscall" and a count), for an error about a sandbox that

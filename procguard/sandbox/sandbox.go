@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -89,24 +90,23 @@ type Spec struct {
 	// ExecJudged is set by Start when JudgeExec is: init traps execs and
 	// sends them to the host.
 	ExecJudged bool `json:"exec_judged,omitempty"`
-	// TreeCgroup, when set, is the cgroup.procs file, open for writing,
-	// of the cgroup that limits the command's tree. Init writes the
-	// target's pid to it before the target's first instruction, so
-	// whatever the target starts is born there and init's own threads,
-	// which the join given to Start placed elsewhere, do not count
-	// against the tree's process limit (a Go init that cannot make a
-	// thread dies). Where every exec is judged (JudgeExec) init writes it
-	// while it holds the target's first exec; otherwise it holds the
-	// target at a ptrace stop at that exec. Where ptrace is refused the
-	// target starts through a stage, whose pid init writes as soon as it
-	// exists: the stage's few threads count until it execs the target. A
-	// failed write fails the start: the command never runs outside its
-	// limit. The kernel checks the permission of the host that opened
-	// the file; Start sends init a copy, and the caller keeps (and
-	// closes) its own.
-	TreeCgroup *os.File `json:"-"`
-	// TreeJoin is set by Start when TreeCgroup is sent.
-	TreeJoin bool `json:"tree_join,omitempty"`
+	// TreeCgroups, when set, are cgroup.procs files, open for writing, of
+	// the cgroups that limit the command's tree. Init writes the target's
+	// pid to each before the target's first instruction, so whatever the
+	// target starts is born there and init's own threads, which the join
+	// given to Start placed elsewhere, do not count against the tree's
+	// process limit (a Go init that cannot make a thread dies). Where
+	// every exec is judged (JudgeExec) init writes them while it holds the
+	// target's first exec; otherwise it holds the target at a ptrace stop
+	// at that exec. Where ptrace is refused the target starts through a
+	// stage, whose pid init writes as soon as it exists: the stage's few
+	// threads count until it execs the target. A failed write fails the
+	// start: the command never runs outside its limit. The kernel checks
+	// the permission of the host that opened the file; Start sends init a
+	// copy, and the caller keeps (and closes) its own. A session's
+	// commands name all of their cgroups here: init, which outlives each,
+	// joins none of them.
+	TreeCgroups []*os.File `json:"-"`
 }
 
 // ExecCall is one program a process of the sandbox starts, as the host's
@@ -328,6 +328,22 @@ type Exit struct {
 	// Signal is the signal that killed the target, 0 when it exited.
 	Signal syscall.Signal `json:"signal,omitempty"`
 }
+
+// ExitError is a session command's unsuccessful end (Launch.Wait): no
+// process of the host's ended with it, so no os.ProcessState carries it.
+// Its text is the one exec.ExitError would have.
+type ExitError struct{ Exit }
+
+func (e *ExitError) Error() string {
+	if e.Signal != 0 {
+		return "signal: " + e.Signal.String()
+	}
+	return "exit status " + strconv.Itoa(e.Code)
+}
+
+// ExitCode is the target's exit code, -1 when a signal killed it (as
+// os.ProcessState.ExitCode).
+func (e *ExitError) ExitCode() int { return e.Code }
 
 // SetupError reports a sandbox that could not be set up: nothing of the
 // target ran. Step names the step ("mount proc", "landlock"), Path the

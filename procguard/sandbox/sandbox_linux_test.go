@@ -551,7 +551,7 @@ func TestTreeCgroupOnEveryPath(t *testing.T) {
 			defer procs.Close()
 			dir := t.TempDir()
 			spec := &Spec{Path: "/bin/sh", Args: []string{"sh", "-c", `grep :pids: /proc/self/cgroup; grep :pids: /proc/1/cgroup`},
-				Dir: dir, Files: []policy.Spec{{WriteRoots: []string{dir}}}, TreeCgroup: procs}
+				Dir: dir, Files: []policy.Spec{{WriteRoots: []string{dir}}}, TreeCgroups: []*os.File{procs}}
 			if path == "fork-judged" {
 				spec.JudgeExec = (&execJudge{}).judge
 			}

@@ -22,7 +22,7 @@ func (st *initState) startSupervisor(listener int) error {
 	st.report.Seccomp = true
 	st.report.SeccompReads = st.needsReads()
 	if st.spec.ExecJudged {
-		x, err := newExecs(st.spec.Env)
+		x, err := newExecs()
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,8 +62,18 @@ type initState struct {
 	stdio   []*os.File // the target's 0, 1, 2, from the host
 	extra   []*os.File // the target's 3, 4, ... (nil: closed), from the host
 	fwd     *os.File   // the forwarding socket, with forwards
-	// treeProcs is the tree cgroup's cgroup.procs (Spec.TreeCgroup).
-	treeProcs *os.File
+	// treeProcs are the tree cgroups' cgroup.procs (Spec.TreeCgroups).
+	treeProcs []*os.File
+	// cmd is what the serving thread needs of the command that runs now
+	// (a session runs several, one after another); set before each target
+	// starts.
+	cmd atomic.Pointer[command]
+	// next is the socket a session's later commands come on (Spec.Session);
+	// nil for a sandbox of one command.
+	next *os.File
+	// confined: the command thread has taken on the targets' confinement
+	// (forkTarget), which a session's later targets inherit.
+	confined bool
 	// rlimitsAtExec: the rlimits are set when the supervisor holds the
 	// target's first exec (forkTarget); rlimitErr is why that failed.
 	rlimitsAtExec bool
@@ -191,21 +202,68 @@ func forwardSignals(st *initState) {
 }
 
 // runCommand reads the spec, sets up, starts the target, waits for it and
-// returns init's exit code.
+// returns init's exit code. In a session (Spec.Session) it then kills
+// what the command left, says how the target ended and waits for the
+// next command on the session's socket, until the host ends the session.
 func (st *initState) runCommand() int {
 	if !st.run(initSteps) {
 		return 125
 	}
-	st.forwardTo.Store(int32(st.targetPid))
-	st.send(message{Event: "started", Report: &st.report})
-	exit := st.reap()
-	st.flushRepeats()
-	close(st.stop)
-	st.send(message{Event: "exit", Exit: &exit})
-	if exit.Signal != 0 {
-		return 128 + int(exit.Signal)
+	for {
+		st.forwardTo.Store(int32(st.targetPid))
+		st.send(message{Event: "started", Report: &st.report})
+		exit := st.reap()
+		st.forwardTo.Store(0)
+		if st.next != nil {
+			st.killRest()
+			st.dropCommandFiles() // the host's copiers see EOF now
+		}
+		st.flushRepeats()
+		if st.next == nil {
+			close(st.stop)
+			st.send(message{Event: "exit", Exit: &exit})
+			if exit.Signal != 0 {
+				return 128 + int(exit.Signal)
+			}
+			return exit.Code
+		}
+		st.send(message{Event: "exit", Exit: &exit})
+		// The host kills a session whose command failed to start.
+		if !st.run(nextSteps) {
+			return 125
+		}
 	}
-	return exit.Code
+}
+
+// nextSteps start a session's next command in the sandbox set up for the
+// first: nothing of the set-up is done again.
+var nextSteps = []step{
+	{"read spec", readNext},
+	{"start target", startTarget},
+}
+
+// killRest kills every process the command left in the sandbox
+// (background jobs, daemons, a traced process stopped at its exec) and
+// reaps them, so a session's next command finds the sandbox as a new one
+// would be: init alone. kill(-1) from pid 1 reaches every other process of
+// the pid namespace, and init's command thread may signal them all: they
+// descend from it, in its Landlock domain. Each round kills again what a
+// fork racing the last kill made.
+func (st *initState) killRest() {
+	for {
+		_ = unix.Kill(-1, unix.SIGKILL)
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return // ECHILD: none left
+		}
+		if st.execs != nil {
+			st.execs.stopped(pid, ws)
+		}
+	}
 }
 
 // run runs steps until one fails, which it reports to the host.
@@ -251,14 +309,85 @@ func readSpec(st *initState) error {
 			f.Close()
 		}
 	}()
-	var hdr [8]byte
-	oob := make([]byte, unix.CmsgSpace(4*(4+maxExtraFiles)))
-	n, oobn, _, _, err := unix.Recvmsg(fdCtl, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
+	ws, files, err := recvSpec(fdCtl)
 	if err != nil {
-		return os.NewSyscallError("recvmsg", err)
+		return err
+	}
+	st.spec, st.stage, st.collectAtFirst = ws.Spec, ws.ForceStage, ws.CollectAtFirst
+	if st.stdio, files, err = st.takeFiles(&ws, files); err != nil {
+		return err
+	}
+	if ws.Forwarder {
+		if len(files) == 0 {
+			return errors.New("the forwarding socket is missing")
+		}
+		st.fwd, files = files[0], files[1:]
+	}
+	if ws.Session {
+		if len(files) == 0 {
+			return errors.New("the session's socket is missing")
+		}
+		st.next, files = files[0], files[1:]
+	}
+	if st.extra, err = extraFiles(&ws, files); err != nil {
+		return err
+	}
+	if st.spec.Net.Host != st.hostNet {
+		return errors.New("the spec's network does not match the trampoline's")
+	}
+	if st.spec.AskHost {
+		// The host answers refused file calls on it (judge).
+		keep = true
+		st.ctl = f
+	}
+	return nil
+}
+
+// readNext takes a session's next command from the session's socket: its
+// program, argv, environment, directory, rlimits, descriptors and tree
+// cgroups. The rest of its spec (files, Landlock, network, supervisor)
+// is the session's: the host sends a command only to a session whose
+// spec matches it (Session.Start).
+func readNext(st *initState) error {
+	ws, files, err := recvSpec(int(st.next.Fd()))
+	if err != nil {
+		return err
+	}
+	if st.stdio, files, err = st.takeFiles(&ws, files); err != nil {
+		return err
+	}
+	if st.extra, err = extraFiles(&ws, files); err != nil {
+		return err
+	}
+	st.spec.Path, st.spec.Args, st.spec.Env, st.spec.Dir, st.spec.Rlimits = ws.Path, ws.Args, ws.Env, ws.Dir, ws.Rlimits
+	st.targetPid, st.early = 0, nil
+	st.report.Pid, st.report.Rlimits = 0, nil
+	return nil
+}
+
+// dropCommandFiles closes init's copies of the ended command's stdio,
+// extra files and tree cgroup files.
+func (st *initState) dropCommandFiles() {
+	for _, f := range slices.Concat(st.stdio, st.extra, st.treeProcs) {
+		if f != nil {
+			f.Close()
+		}
+	}
+	st.stdio, st.extra, st.treeProcs = nil, nil, nil
+}
+
+// recvSpec reads one spec from the stream socket fd: an 8-byte length
+// with the descriptors (sendSpec), then the spec as JSON of that length.
+func recvSpec(fd int) (wireSpec, []*os.File, error) {
+	var ws wireSpec
+	var hdr [8]byte
+	oob := make([]byte, unix.CmsgSpace(4*(5+maxExtraFiles)))
+	n, oobn, _, _, err := unix.Recvmsg(fd, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return ws, nil, os.NewSyscallError("recvmsg", err)
 	}
 	if n == 0 {
-		return errors.New("no spec: the host went away")
+		return ws, nil, errors.New("no spec: the host went away")
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
@@ -273,56 +402,61 @@ func readSpec(st *initState) error {
 		files[i] = os.NewFile(uintptr(fd), "from-host")
 	}
 	if n != len(hdr) || len(files) < 3 {
-		return fmt.Errorf("bad spec header (%d bytes, %d descriptors)", n, len(files))
+		return ws, nil, fmt.Errorf("bad spec header (%d bytes, %d descriptors)", n, len(files))
 	}
-	st.stdio, files = files[:3], files[3:]
 	size := binary.LittleEndian.Uint64(hdr[:])
 	if size > 64<<20 {
-		return fmt.Errorf("spec of %d bytes", size)
+		return ws, nil, fmt.Errorf("spec of %d bytes", size)
 	}
 	b := make([]byte, size)
-	if _, err := io.ReadFull(f, b); err != nil {
-		return fmt.Errorf("reading the spec: %w", err)
+	for got := 0; got < len(b); {
+		r, err := unix.Read(fd, b[got:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && r == 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return ws, nil, fmt.Errorf("reading the spec: %w", err)
+		}
+		got += r
 	}
-	var ws wireSpec
 	if err := json.Unmarshal(b, &ws); err != nil {
-		return err
+		return ws, nil, err
 	}
-	st.spec, st.stage, st.collectAtFirst = ws.Spec, ws.ForceStage, ws.CollectAtFirst
-	if ws.TreeJoin {
-		if len(files) == 0 {
-			return errors.New("the tree's cgroup file is missing")
-		}
-		st.treeProcs, files = files[0], files[1:]
+	return ws, files, nil
+}
+
+// takeFiles takes the target's stdio and the tree cgroups' files from the
+// front of files and returns the stdio and what is left.
+func (st *initState) takeFiles(ws *wireSpec, files []*os.File) (stdio, rest []*os.File, err error) {
+	stdio, files = files[:3], files[3:]
+	if len(files) < ws.TreeJoins {
+		return nil, nil, errors.New("the tree's cgroup files are missing")
 	}
-	if ws.Forwarder {
-		if len(files) == 0 {
-			return errors.New("the forwarding socket is missing")
-		}
-		st.fwd, files = files[0], files[1:]
-	}
+	st.treeProcs, files = files[:ws.TreeJoins], files[ws.TreeJoins:]
+	return stdio, files, nil
+}
+
+// extraFiles places the target's extra files (ws.Extra marks the present
+// ones); nothing else may be left.
+func extraFiles(ws *wireSpec, files []*os.File) ([]*os.File, error) {
+	var extra []*os.File
 	for _, present := range ws.Extra {
 		var f *os.File
 		if present {
 			if len(files) == 0 {
-				return errors.New("an extra file is missing")
+				return nil, errors.New("an extra file is missing")
 			}
 			f, files = files[0], files[1:]
 		}
-		st.extra = append(st.extra, f)
+		extra = append(extra, f)
 	}
 	if len(files) > 0 {
-		return fmt.Errorf("%d unexpected descriptors", len(files))
+		return nil, fmt.Errorf("%d unexpected descriptors", len(files))
 	}
-	if st.spec.Net.Host != st.hostNet {
-		return errors.New("the spec's network does not match the trampoline's")
-	}
-	if st.spec.AskHost {
-		// The host answers refused file calls on it (judge).
-		keep = true
-		st.ctl = f
-	}
-	return nil
+	return extra, nil
 }
 
 // primeCodecs encodes and decodes one of each wire type with every nested

@@ -1,0 +1,225 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// A Session runs commands one after another in one sandbox: the first
+// command's Start builds it (namespaces, masks, binds, the read-only root,
+// the confinement of init's command thread, the supervisor), and each
+// later command with the same policy is forked from init's already
+// confined thread, with none of that done again and no init to start or
+// tear down. A shell session that starts a program per command pays a
+// sandbox's set-up once.
+//
+// What each command gets is what a sandbox of its own would give it: the
+// same Landlock domain, seccomp filter and supervisor (they are the
+// session's, built from the same spec), its own argv, environment,
+// directory, streams, rlimits and tree cgroups, and an empty sandbox.
+// When a command's target ends, init kills every process it left
+// (background jobs, daemons) and reaps them before it says how the
+// target ended, so nothing of one command reaches into the next. What a
+// command wrote to the filesystem stays, as it would without a session.
+//
+// A command whose spec differs from the session's in anything but those
+// per-command parts (its files, Landlock ruleset, network, supervisor
+// switches: a policy reload) ends the session's sandbox and starts a new
+// one. A command killed by its host (a timeout, a cancellation) ends the
+// sandbox with it; the next command starts a new one. Where the kernel
+// refuses ptrace the target starts through a stage that confines itself,
+// not init's thread: that sandbox runs one command and the next starts a
+// new one.
+//
+// A Session is safe for concurrent use; it runs one command at a time,
+// and Start returns ErrSessionBusy while one runs (a caller starts that
+// command in a sandbox of its own). The zero value is ready to use;
+// Close ends the sandbox.
+type Session struct {
+	mu     sync.Mutex
+	t      *trampoline // nil: no sandbox yet, or it ended
+	key    string      // the spec's session-wide part (sessionKey)
+	busy   bool
+	closed bool
+
+	next   *os.File               // host end of the socket later commands go on
+	dial   atomic.Pointer[Dialer] // the running command's dialer
+	cancel context.CancelFunc     // ends the forwarders
+	fwd    sync.WaitGroup
+}
+
+// ErrSessionBusy is returned by Session.Start while a command of the
+// session runs.
+var ErrSessionBusy = errors.New("sandbox: the session runs a command")
+
+// ErrSessionClosed is returned by Session.Start after Close.
+var ErrSessionClosed = errors.New("sandbox: the session is closed")
+
+// Start runs spec's target in the session's sandbox, building it first
+// if there is none (or the spec's policy differs), and returns once it
+// runs, with the errors Start returns. The target joins spec's
+// TreeCgroups; init joins no cgroup of a command, since it outlives each.
+// dial serves the forwarded ports while this command runs. Wait on the
+// Launch ends the command; the next Start may follow.
+func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*Launch, error) {
+	key, err := sessionKey(spec)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, ErrSessionClosed
+	case s.busy:
+		s.mu.Unlock()
+		return nil, ErrSessionBusy
+	}
+	s.busy = true
+	var stale *trampoline
+	if s.t != nil && (s.key != key || !s.t.alive()) {
+		stale = s.detach()
+	}
+	t := s.t
+	s.mu.Unlock()
+	if stale != nil {
+		s.end(stale)
+	}
+	if dial != nil {
+		s.dial.Store(&dial)
+	} else {
+		s.dial.Store(nil)
+	}
+	var l *Launch
+	if t == nil {
+		if t, err = take(spec.Net.Host); err == nil {
+			s.mu.Lock()
+			s.t, s.key = t, key
+			s.mu.Unlock()
+			l, err = start(ctx, t, spec, stdio, nil, s.dialNow, s)
+		}
+	} else {
+		l, err = s.startNext(ctx, t, spec, stdio)
+	}
+	if err != nil {
+		s.mu.Lock()
+		s.busy = false
+		s.mu.Unlock()
+	}
+	return l, err
+}
+
+// startNext sends a later command to the session's init.
+func (s *Session) startNext(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio) (*Launch, error) {
+	l := &Launch{Process: t.proc, t: t, waitDelay: stdio.WaitDelay, s: s}
+	l.setJudges(spec)
+	ws := wireSpec{Spec: *spec}
+	files, err := l.stdioFiles(stdio)
+	if err == nil {
+		files, err = treeFiles(spec, &ws, files)
+	}
+	if err == nil {
+		files, err = appendExtra(stdio, &ws, files)
+	}
+	if err == nil {
+		err = sendSpec(s.next, &ws, files)
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	if err != nil {
+		return l.fail(&SetupError{Step: "send spec", Err: err})
+	}
+	return l.started(ctx)
+}
+
+// finished is told by a command's Wait that it ended; gone: the sandbox
+// ended with it (or before), and is reaped now.
+func (s *Session) finished(gone bool) {
+	s.mu.Lock()
+	s.busy = false
+	var t *trampoline
+	if gone {
+		t = s.detach()
+	}
+	s.mu.Unlock()
+	if t != nil {
+		s.end(t)
+	}
+}
+
+// detach takes the sandbox out of the session; s.mu is held.
+func (s *Session) detach() *trampoline {
+	t := s.t
+	s.t, s.key = nil, ""
+	return t
+}
+
+// end kills the session's former sandbox t, reaps it and closes what the
+// host held of it.
+func (s *Session) end(t *trampoline) {
+	_ = t.proc.Kill()
+	_, _ = t.proc.Wait()
+	if s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+	}
+	s.fwd.Wait()
+	t.close()
+	if s.next != nil {
+		s.next.Close()
+		s.next = nil
+	}
+	go refill(t.hostNet)
+}
+
+// Close ends the session's sandbox, killing the command that runs in it,
+// if any (its Wait returns then), and reaps it. Start fails afterwards.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	t := s.t
+	busy := s.busy
+	if !busy {
+		s.detach()
+	}
+	s.mu.Unlock()
+	switch {
+	case t == nil:
+	case busy:
+		_ = t.proc.Kill() // the command's Wait sees the end and reaps it
+	default:
+		s.end(t)
+	}
+	return nil
+}
+
+// dialNow dials for the command that runs now; a connection forwarded
+// between commands is refused.
+func (s *Session) dialNow(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := s.dial.Load()
+	if d == nil {
+		return nil, errors.New("sandbox: no command of the session runs")
+	}
+	return (*d)(ctx, network, addr)
+}
+
+// sessionKey is the part of spec every command of a session shares,
+// encoded: the files' rules, Landlock ruleset, network, supervisor
+// switches, and whether the host judges file calls and execs.
+func sessionKey(spec *Spec) (string, error) {
+	shared := *spec
+	shared.Path, shared.Args, shared.Env, shared.Dir, shared.Rlimits = "", nil, nil, "", nil
+	shared.TreeCgroups = nil
+	shared.AskHost = spec.Judge != nil || spec.JudgeExec != nil
+	shared.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
+	b, err := json.Marshal(shared)
+	return string(b), err
+}
