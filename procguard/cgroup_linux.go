@@ -768,7 +768,7 @@ func (g *cgroup) joinAll(pid int) error {
 // the v1 pids one (its own threads stay under the host's pids cgroup),
 // and tree is that directory's cgroup.procs, open for writing, where init
 // puts the target at its first exec, before its first instruction
-// (sandbox.Spec.TreeCgroup), so the process limit counts the command's
+// (sandbox.Spec.TreeCgroups), so the process limit counts the command's
 // tree only. The caller closes tree. nil, nil, nil without a v1 pids directory
 // (pure v2 cannot hold a process's controllers apart: init joins as
 // before).
@@ -796,6 +796,32 @@ func (g *cgroup) treeJoin() (initJoin func(int) error, tree *os.File, err error)
 		return nil
 	}
 	return initJoin, tree, nil
+}
+
+// sessionJoin is the join of a command that runs in a session's sandbox
+// (Session): the sandbox's init outlives the command and joins none of
+// its cgroups, so the target joins every directory itself, before its
+// first instruction (sandbox.Spec.TreeCgroups): the freezer first, so a
+// kill racing the join finds it. The caller closes the files.
+func (g *cgroup) sessionJoin() ([]*os.File, error) {
+	if g == nil {
+		return nil, nil
+	}
+	var files []*os.File
+	for _, d := range []string{g.v1[ctlFreezer], g.v2, g.v1[ctlPids], g.v1[ctlMemory]} {
+		if d == "" {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 func (g *cgroup) closeFD() {

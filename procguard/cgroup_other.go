@@ -38,10 +38,11 @@ func (g *cgroup) joinAll(pid int) error       { return nil }
 func (g *cgroup) treeJoin() (initJoin func(int) error, tree *os.File, err error) {
 	return nil, nil, nil
 }
-func (g *cgroup) closeFD()         {}
-func (g *cgroup) kill()            {}
-func (g *cgroup) populated() bool  { return false }
-func (g *cgroup) killIfPopulated() {}
-func (g *cgroup) drain()           {}
-func (g *cgroup) remove()          {}
-func shutdownCgroups()             {}
+func (g *cgroup) sessionJoin() ([]*os.File, error) { return nil, nil }
+func (g *cgroup) closeFD()                         {}
+func (g *cgroup) kill()                            {}
+func (g *cgroup) populated() bool                  { return false }
+func (g *cgroup) killIfPopulated()                 {}
+func (g *cgroup) drain()                           {}
+func (g *cgroup) remove()                          {}
+func shutdownCgroups()                             {}

@@ -56,6 +56,11 @@ type Cmd struct {
 	// Timeout overrides the policy's default hard timeout (capped by its
 	// MaxTimeout).
 	Timeout time.Duration
+	// Session, when set, runs the command in the session's sandbox, which
+	// its earlier commands built (see Session). Process is then that
+	// sandbox's init, shared by the session's commands, and ProcessState
+	// stays nil: a failed program gives a *sandbox.ExitError.
+	Session *Session
 
 	Process      *os.Process
 	ProcessState *os.ProcessState

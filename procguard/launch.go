@@ -194,17 +194,26 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 			spec.JudgeExec = c.judgeExec
 		}
 	}
-	// The target joins the pids cgroup before its first instruction;
-	// init's threads do not count against the tree's process limit.
-	initJoin, tree, err := cg.treeJoin()
-	if err != nil {
-		return &sandbox.SetupError{Step: "join cgroup", Err: err}
+	var l *sandbox.Launch
+	var err error
+	if c.Session != nil {
+		if l, err = c.startInSession(spec, stdio, cg); errors.Is(err, sandbox.ErrSessionBusy) {
+			l, err = nil, nil // another command of the session runs: one of its own
+		}
 	}
-	if tree != nil {
-		defer tree.Close() // init has its copy
-		join, spec.TreeCgroup = initJoin, tree
+	if l == nil && err == nil {
+		// The target joins the pids cgroup before its first instruction;
+		// init's threads do not count against the tree's process limit.
+		initJoin, tree, terr := cg.treeJoin()
+		if terr != nil {
+			return &sandbox.SetupError{Step: "join cgroup", Err: terr}
+		}
+		if tree != nil {
+			defer tree.Close() // init has its copy
+			join, spec.TreeCgroups = initJoin, []*os.File{tree}
+		}
+		l, err = sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	}
-	l, err := sandbox.Start(c.ctx, spec, stdio, join, c.dialForward)
 	if err != nil {
 		c.egress.close()
 		c.egress = nil
@@ -219,6 +228,24 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	c.Confinement.LandlockNote = withoutProtectedNote(c.Confinement.LandlockNote)
 	c.Confinement.ProcessGroup = l.Process.Pid
 	return nil
+}
+
+// startInSession starts spec in the session's sandbox; the target joins
+// every directory of cg itself.
+func (c *Cmd) startInSession(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup) (*sandbox.Launch, error) {
+	files, err := cg.sessionJoin()
+	if err != nil {
+		return nil, &sandbox.SetupError{Step: "join cgroup", Err: err}
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close() // init has its copies
+		}
+	}()
+	spec.TreeCgroups = files
+	l, err := c.Session.sb.Start(c.ctx, spec, stdio, c.dialForward)
+	spec.TreeCgroups = nil
+	return l, err
 }
 
 // dialForward dials a loopback port for the sandboxed child: one decision

@@ -94,13 +94,25 @@ func needSandbox(t *testing.T, e *env) {
 // it checks that nothing of the sandbox survived.
 func runScript(t *testing.T, e *env, script string, args ...string) (string, error, *procguard.Cmd) {
 	t.Helper()
+	return runScriptIn(t, e, nil, script, args...)
+}
+
+// runScriptIn is runScript as a command of session s (nil: none). After a
+// session's command only the sandbox's init may be left.
+func runScriptIn(t *testing.T, e *env, s *procguard.Session, script string, args ...string) (string, error, *procguard.Cmd) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
 	c := procguard.CommandContext(ctx, "sh", append([]string{"-c", script, "sh"}, args...)...)
 	c.Dir = e.dir
+	c.Session = s
 	out, err := c.CombinedOutput()
 	if sb := c.Confinement.Sandbox; sb != nil {
-		if m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
+		m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup)
+		if s != nil && c.Process != nil {
+			m = slices.DeleteFunc(m, func(pid int) bool { return pid == c.Process.Pid })
+		}
+		if len(m) > 0 {
 			t.Errorf("processes of the sandbox survived: %v", m)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // Start checks the command against the guard scope and, when allowed,
@@ -141,7 +142,11 @@ func (c *Cmd) Start() error {
 
 	timeout := commandTimeout(spec, c.Timeout)
 	c.Confinement.Timeout = timeout
-	c.sup = supervise(c.ctx, proc.Pid, cg, timeout, c.Cancel, x.WaitDelay)
+	var inSession *sandbox.Launch
+	if c.sandbox != nil && c.sandbox.InSession() {
+		inSession = c.sandbox
+	}
+	c.sup = supervise(c.ctx, proc.Pid, inSession, cg, timeout, c.Cancel, x.WaitDelay)
 	return nil
 }
 
@@ -163,17 +168,26 @@ func (c *Cmd) Wait() error {
 		return errors.New("procguard: Wait was already called")
 	}
 	c.waited = true
-	c.sup.beforeReap()
 	var err error
-	if c.sandbox != nil {
+	switch {
+	case c.sup.launch != nil:
+		// A session's command ends with its program; the sandbox's
+		// init goes on (Session).
 		c.ProcessState, err = c.sandbox.Wait()
+		c.sup.ended()
+	case c.sandbox != nil:
+		c.sup.beforeReap()
+		c.ProcessState, err = c.sandbox.Wait()
+	default:
+		c.sup.beforeReap()
+		err = c.x.Wait()
+		c.ProcessState = c.x.ProcessState
+	}
+	if c.sandbox != nil {
 		c.egress.close()
 		if exit := c.sandbox.Exit(); exit != nil {
 			c.Signal = exit.Signal
 		}
-	} else {
-		err = c.x.Wait()
-		c.ProcessState = c.x.ProcessState
 	}
 	c.sup.afterReap()
 	c.sup.cg.drain()

@@ -16,7 +16,8 @@ import (
 // whichever way its sandbox was made: cold (the host binary re-executed
 // during the start), from a trampoline that waited ready in the pool, and
 // from the one the previous command's refill made, taken right after that
-// command ended. The Confinement facts are compared, and the command
+// command ended, and a session's sandbox, which a command built and the
+// next reuses (Session). The Confinement facts are compared, and the command
 // itself tries what they promise it cannot do: write a protected name,
 // read a masked file, write outside the write root, open more files than
 // its limit.
@@ -40,10 +41,11 @@ cat "$1" 2>/dev/null && echo "secret read"
 echo x > "$2/escape" 2>/dev/null && echo "outside written"
 echo "nofile $(ulimit -n)"
 echo ok > fine.txt && echo "fine written"`
+	var sess *procguard.Session
 	run := func(name string) *procguard.Cmd {
 		t.Helper()
 		os.Remove(filepath.Join(e.dir, "fine.txt"))
-		out, err, c := runScript(t, e, script, secret, outside)
+		out, err, c := runScriptIn(t, e, sess, script, secret, outside)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, out)
 		}
@@ -77,11 +79,18 @@ echo ok > fine.txt && echo "fine written"`
 	}
 	ready := run("ready")
 	refilled := run("refilled") // takes what ready's refill made
+	sess = &procguard.Session{}
+	defer sess.Close()
+	built := run("session, first")
+	reused := run("session, second")
+	if reused.Process.Pid != built.Process.Pid || reused.ProcessState != nil {
+		t.Errorf("the session's second command did not reuse its sandbox: init %d, then %d (state %v)", built.Process.Pid, reused.Process.Pid, reused.ProcessState)
+	}
 	want := facts(cold)
 	for _, c := range []struct {
 		name string
 		cmd  *procguard.Cmd
-	}{{"ready", ready}, {"refilled", refilled}} {
+	}{{"ready", ready}, {"refilled", refilled}, {"session, first", built}, {"session, second", reused}} {
 		if got := facts(c.cmd); got != want {
 			t.Errorf("%s start's confinement differs from a cold one's:\n got %s\nwant %s", c.name, got, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // supervisor watches one child group. Wait learns when the leader exited
@@ -15,9 +16,13 @@ import (
 // supervise_other.go say how each platform does it without hitting a reused
 // pid); a watcher goroutine kills the group on timeout or cancellation.
 type supervisor struct {
-	pid  int
-	cg   *cgroup
-	done chan struct{}
+	pid int
+	// launch is a session's command (Cmd.Session): it ends with its
+	// program, and killing it is killing the session's sandbox while the
+	// command runs, never after.
+	launch *sandbox.Launch
+	cg     *cgroup
+	done   chan struct{}
 	// finished is closed when the watcher goroutine has returned: after
 	// that no kill can hit a reaped pid or a reused cgroup.
 	finished chan struct{}
@@ -53,8 +58,8 @@ func (r *releaseKill) Close() error {
 // supervise starts watching pid's group. When ctx ends, cancel (if set)
 // is called first and the group killed only if it has not exited grace
 // later; a timeout or the scope's release kill at once.
-func supervise(ctx context.Context, pid int, cg *cgroup, timeout time.Duration, cancel func() error, grace time.Duration) *supervisor {
-	s := &supervisor{pid: pid, cg: cg, done: make(chan struct{}), finished: make(chan struct{})}
+func supervise(ctx context.Context, pid int, launch *sandbox.Launch, cg *cgroup, timeout time.Duration, cancel func() error, grace time.Duration) *supervisor {
+	s := &supervisor{pid: pid, launch: launch, cg: cg, done: make(chan struct{}), finished: make(chan struct{})}
 	scope := audit.From(ctx)
 	released := scope.Done() // the scope's release kills what it started
 	if scope != nil {
@@ -122,6 +127,14 @@ func (s *supervisor) cause() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reason
+}
+
+// ended is Wait's end of a session's command, which ended with its
+// program: the watcher stops, and what is left in the cgroup is killed.
+func (s *supervisor) ended() {
+	s.stop()
+	<-s.finished
+	s.cg.killIfPopulated()
 }
 
 // stop ends the watcher goroutine (it kills nothing more after this).

@@ -13,6 +13,13 @@ import (
 // kill kills the group and cgroup; the reason is kept unless the leader
 // had already exited on its own.
 func (s *supervisor) kill(reason error) {
+	if s.launch != nil {
+		if s.launch.Kill() {
+			s.note(reason)
+		}
+		s.cg.kill()
+		return
+	}
 	if !s.leaderExited() {
 		s.mu.Lock()
 		if s.reason == nil {
@@ -25,6 +32,9 @@ func (s *supervisor) kill(reason error) {
 
 // exited reports whether the leader has exited (reaped or not).
 func (s *supervisor) exited() bool {
+	if s.launch != nil {
+		return s.launch.Ended()
+	}
 	if s.leaderExited() {
 		return true
 	}

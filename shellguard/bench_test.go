@@ -53,6 +53,10 @@ func BenchmarkRunCost(b *testing.B) {
 		{name: "session-loop100", run: sessionSide(b, loop100, false)},
 		{name: "nosandbox-loop100", run: sessionSide(b, loop100, true)},
 		{name: "session-loop100-builtin", run: sessionSide(b, loop100Builtin, false)},
+		// A sandbox per program, none shared (as before programs shared
+		// the session's).
+		{name: "own-one", run: ownSandbox(sessionSide(b, "/bin/true", false))},
+		{name: "own-loop100", run: ownSandbox(sessionSide(b, loop100, false))},
 	}
 	for _, s := range sides {
 		s.run() // warm: the first sandbox start, page cache
@@ -92,6 +96,17 @@ func BenchmarkRunCost(b *testing.B) {
 	b.ReportMetric(ratio(sides[1], sides[0]), "session/raw-one-x")
 	b.ReportMetric(ratio(sides[5], sides[4]), "session/raw-loop100-x")
 	b.ReportMetric(ratio(sides[6], sides[4]), "nosandbox/raw-loop100-x")
+	b.ReportMetric(ratio(sides[8], sides[0]), "own/raw-one-x")
+	b.ReportMetric(ratio(sides[9], sides[4]), "own/raw-loop100-x")
+	b.ReportMetric(ratio(sides[5], sides[9]), "session/own-loop100-x")
+}
+
+// ownSandbox runs side with the shared sandbox off.
+func ownSandbox(side func()) func() {
+	return func() {
+		defer shellguard.SetShareSandbox(shellguard.SetShareSandbox(false))
+		side()
+	}
 }
 
 func benchLoop(b *testing.B, run func()) {

@@ -24,6 +24,7 @@ import (
 	"github.com/auditguard/auditguard/fsguard"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // Exit statuses the handlers give, as shells do.
@@ -63,6 +64,9 @@ type Handlers struct {
 	fctx  *handlerContext // the context fsguard decides in
 	fs    *fsguard.Fs
 	track *tracker // set by Session: handler calls in flight
+	// procs is the sandbox the programs share, one at a time
+	// (procguard.Session); Close swaps in a new one.
+	procs atomic.Pointer[procguard.Session]
 }
 
 // NewHandlers returns handlers deciding in the guard scope ctx carries
@@ -77,13 +81,23 @@ func NewHandlers(ctx context.Context) *Handlers {
 	// it when the statement ends. The open itself is decided and pinned
 	// like every fsguard open.
 	h.fs = fsguard.New(h.fctx, afero.NewOsFs(), fsguard.WithRawFiles())
+	h.procs.Store(&procguard.Session{})
 	return h
 }
 
+// shareSandbox: programs run one after another in one sandbox (tests turn
+// it off to compare).
+var shareSandbox = true
+
 // Close releases the descriptors the file handlers keep on the write
-// roots (fsguard.Fs.Close); the handlers stay usable and reopen them on
-// demand. The scope's release closes them too.
-func (h *Handlers) Close() error { return h.fs.Close() }
+// roots (fsguard.Fs.Close) and ends the sandbox the programs share; the
+// handlers stay usable, reopening the descriptors on demand and building
+// a new sandbox for the next program. The scope's release closes the
+// descriptors too.
+func (h *Handlers) Close() error {
+	err := h.procs.Swap(&procguard.Session{}).Close()
+	return errors.Join(h.fs.Close(), err)
+}
 
 // Options returns the interpreter options that install every handler:
 // ExecHandlers (Exec), OpenHandler (Open), StatHandler (Stat),
@@ -162,6 +176,9 @@ func (h *Handlers) exec(ctx context.Context, args []string) error {
 	cmd.Stdin = hc.Stdin
 	cmd.Stdout = hc.Stdout
 	cmd.Stderr = hc.Stderr
+	if shareSandbox {
+		cmd.Session = h.procs.Load()
+	}
 	err = cmd.Run()
 	if err == nil {
 		return nil
@@ -170,6 +187,7 @@ func (h *Handlers) exec(ctx context.Context, args []string) error {
 	var de *audit.DenyError
 	var ke *procguard.KilledError
 	var ee *exec.ExitError
+	var se *sandbox.ExitError
 	switch {
 	case errors.As(err, &de):
 		fmt.Fprintf(hc.Stderr, "%s%s: %v\n", where, args[0], de)
@@ -191,6 +209,11 @@ func (h *Handlers) exec(ctx context.Context, args []string) error {
 			return interp.ExitStatus(128 + int(ws.Signal()))
 		}
 		return interp.ExitStatus(uint8(ee.ExitCode()))
+	case errors.As(err, &se): // a program of the shared sandbox
+		if se.Signal != 0 {
+			return interp.ExitStatus(128 + int(se.Signal))
+		}
+		return interp.ExitStatus(uint8(se.Code))
 	}
 	fmt.Fprintf(hc.Stderr, "%s%s: %v\n", where, args[0], err)
 	return interp.ExitStatus(StatusDenied)

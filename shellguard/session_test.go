@@ -455,3 +455,37 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramsShareOneSandbox: a session's programs, one after another,
+// run in one sandbox (the same pid namespace), each with its own status;
+// a program killed by the call's timeout ends that sandbox, and the next
+// call's programs run in a new one.
+func TestProgramsShareOneSandbox(t *testing.T) {
+	e := setup(t)
+	s := e.session(t, shellguard.Options{Timeout: time.Second})
+	ns := func(out string) []string {
+		var ids []string
+		for _, f := range strings.Fields(out) {
+			if strings.HasPrefix(f, "pid:[") {
+				ids = append(ids, f)
+			}
+		}
+		return ids
+	}
+	res := run(t, s, `ls -l /proc/self/ns/pid; false; echo "false=$?"; ls -l /proc/self/ns/pid`)
+	ids := ns(res.Stdout)
+	if len(ids) != 2 || !strings.Contains(res.Stdout, "false=1") {
+		t.Skipf("no sandbox here, or ls failed: %q %q", res.Stdout, res.Stderr)
+	}
+	if ids[0] != ids[1] {
+		t.Errorf("two programs of a call ran in two sandboxes: %v", ids)
+	}
+	res, err := s.Run(context.Background(), `sleep 30`)
+	if err != nil || !res.TimedOut {
+		t.Fatalf("timed-out call: %v %+v", err, res)
+	}
+	res = run(t, s, `ls -l /proc/self/ns/pid`)
+	if after := ns(res.Stdout); len(after) != 1 || after[0] == ids[0] {
+		t.Errorf("after a timeout the programs ran in %v, the killed sandbox was %s", after, ids[0])
+	}
+}

@@ -68,6 +68,22 @@ func execRows(e *env) ([]*row, error) {
 		}
 		return nil
 	}
+	// A session's commands share one sandbox (procguard.Session): the
+	// first builds it, every later one is forked from its init.
+	sess := &procguard.Session{}
+	inSession := func() error {
+		cctx, cancel := context.WithTimeout(ctx, childTimeout)
+		defer cancel()
+		c := procguard.CommandContext(cctx, "true")
+		c.Dir, c.Timeout, c.Session = dir, childTimeout, sess
+		if err := c.Run(); err != nil {
+			return err
+		}
+		if c.Confinement.Sandbox == nil {
+			return errors.New("started without the sandbox: " + c.Confinement.SandboxNote)
+		}
+		return nil
+	}
 	run := func(name string, args ...string) func() error {
 		return func() error {
 			cctx, cancel := context.WithTimeout(context.Background(), childTimeout)
@@ -106,26 +122,38 @@ func execRows(e *env) ([]*row, error) {
 	}
 	raw := run("/bin/true")
 
-	// sides returns a row's three sides, each op made of the side's start
-	// by op; the notes say what one start is (once, on the first row).
-	sides := func(op func(start func() error) func(int) error, notes bool) []*side {
+	// sides returns a row's sides, each op made of the side's start by
+	// op; the notes say what one start is (once, on the first row). A
+	// session runs one command at a time: the parallel row has no session
+	// side.
+	sides := func(op func(start func() error) func(int) error, notes, session bool) []*side {
 		r := &side{name: "raw", prep: prep, op: op(raw)}
 		sb := &side{name: "sandbox", prep: prep, op: op(guarded), skip: sbSkip}
 		bw := &side{name: "bwrap", prep: prep, op: op(bwrap), skip: bwSkip}
+		ss := &side{name: "session", prep: prep, op: op(inSession), skip: sbSkip}
 		if notes {
 			r.note = "exec.CommandContext(ctx, \"/bin/true\").Run()"
 			sb.note = "procguard.CommandContext(ctx, \"true\").Run(): the default confinement, a ready trampoline in the pool"
 			bw.note = bwNote
+			ss.note = "the same with Cmd.Session: every start but the first is forked from the session's sandbox's init"
 		}
-		return []*side{r, sb, bw}
+		if !session {
+			return []*side{r, sb, bw}
+		}
+		return []*side{r, sb, bw, ss}
 	}
 	single := &row{
 		group: "exec", call: "/bin/true", base: "raw",
 		sides: sides(func(start func() error) func(int) error {
 			return func(int) error { return start() }
-		}, true),
+		}, true, true),
 		n: 1, minRounds: 60, maxRounds: execMaxRounds,
-		targets: []target{{side: "sandbox", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"}},
+		targets: []target{
+			{side: "sandbox", vs: "raw", maxRatio: 3, text: "<= 3x raw"},
+			{side: "sandbox", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
+			{side: "session", vs: "raw", maxRatio: 3, text: "<= 3x raw"},
+			{side: "session", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
+		},
 	}
 	inRow := &row{
 		group: "exec", call: fmt.Sprintf("/bin/true, %d back to back", execInRow), base: "raw",
@@ -138,13 +166,18 @@ func execRows(e *env) ([]*row, error) {
 				}
 				return nil
 			}
-		}, false),
+		}, false, true),
 		n: 1, batch: execInRow, maxRounds: execMaxRounds / execInRow,
 		targets: []target{
 			{side: "sandbox", vs: "raw", maxRatio: 4, text: "<= 4x raw"},
 			{side: "sandbox", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
+			{side: "session", vs: "raw", maxRatio: 4, text: "<= 4x raw"},
+			{side: "session", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
 		},
 	}
+	// The last row with a session side ends its sandbox, before the table
+	// checks that nothing it started is left.
+	inRow.cleanup = func() { sess.Close() }
 	inRow.sides[0].note = fmt.Sprintf("one op is %d starts, one after the other (the pool is refilled before each block only); times and blocks count starts", execInRow)
 	parallel := &row{
 		group: "exec", call: fmt.Sprintf("/bin/true, %d in parallel", execParallel), base: "raw",
@@ -164,7 +197,7 @@ func execRows(e *env) ([]*row, error) {
 				wg.Wait()
 				return errors.Join(errs...)
 			}
-		}, false),
+		}, false, false),
 		n: 1, batch: execParallel * execEach, maxRounds: execMaxRounds / (execParallel * execEach),
 		targets: []target{
 			// 1.5x bubblewrap's throughput is at most 1/1.5 of its time

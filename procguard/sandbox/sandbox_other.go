@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"os"
 )
 
@@ -33,3 +34,30 @@ func SetPrewarm(on bool) {}
 // ExecJudgeable reports false outside Linux: no exec is judged when it
 // happens.
 func ExecJudgeable() (bool, string) { return false, "Linux only" }
+
+// Session is Linux-only; elsewhere its Start fails with ErrUnavailable.
+type Session struct{}
+
+// ErrSessionBusy is returned by Session.Start while a command of the
+// session runs.
+var ErrSessionBusy = errors.New("sandbox: the session runs a command")
+
+// ErrSessionClosed is returned by Session.Start after Close.
+var ErrSessionClosed = errors.New("sandbox: the session is closed")
+
+// Start fails outside Linux.
+func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*Launch, error) {
+	return nil, ErrUnavailable
+}
+
+// Close does nothing outside Linux.
+func (s *Session) Close() error { return nil }
+
+// Kill reports false outside Linux.
+func (l *Launch) Kill() bool { return false }
+
+// Ended reports true outside Linux.
+func (l *Launch) Ended() bool { return true }
+
+// InSession reports false outside Linux.
+func (l *Launch) InSession() bool { return false }

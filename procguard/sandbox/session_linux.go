@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // A Session runs commands one after another in one sandbox: the first
@@ -47,6 +49,7 @@ type Session struct {
 	t      *trampoline // nil: no sandbox yet, or it ended
 	key    string      // the spec's session-wide part (sessionKey)
 	busy   bool
+	cur    *Launch // the command that runs, once started
 	closed bool
 
 	next   *os.File               // host end of the socket later commands go on
@@ -108,11 +111,13 @@ func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Diale
 	} else {
 		l, err = s.startNext(ctx, t, spec, stdio)
 	}
+	s.mu.Lock()
 	if err != nil {
-		s.mu.Lock()
 		s.busy = false
-		s.mu.Unlock()
+	} else {
+		s.cur = l
 	}
+	s.mu.Unlock()
 	return l, err
 }
 
@@ -144,7 +149,7 @@ func (s *Session) startNext(ctx context.Context, t *trampoline, spec *Spec, stdi
 // ended with it (or before), and is reaped now.
 func (s *Session) finished(gone bool) {
 	s.mu.Lock()
-	s.busy = false
+	s.busy, s.cur = false, nil
 	var t *trampoline
 	if gone {
 		t = s.detach()
@@ -223,3 +228,34 @@ func sessionKey(spec *Spec) (string, error) {
 	b, err := json.Marshal(shared)
 	return string(b), err
 }
+
+// Kill kills the command by killing its sandbox's init, and with it every
+// process of the sandbox, and reports whether it did. A session's command
+// is killed only while it runs: once it ended (Wait has its exit) the
+// session's sandbox and its next command are left alone.
+func (l *Launch) Kill() bool {
+	if s := l.s; s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.cur != l {
+			return false
+		}
+	}
+	return l.Process.Kill() == nil
+}
+
+// Ended reports whether a session's command is over (its Wait has its
+// end); for a command with a sandbox of its own, whether init exited.
+func (l *Launch) Ended() bool {
+	if s := l.s; s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.cur != l
+	}
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, l.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+	return err != nil || info.Signo != 0
+}
+
+// InSession reports whether the command runs in a Session's sandbox.
+func (l *Launch) InSession() bool { return l.s != nil }

@@ -1,0 +1,37 @@
+package procguard
+
+import "github.com/auditguard/auditguard/procguard/sandbox"
+
+// A Session runs the commands given it (Cmd.Session) one after another in
+// one sandbox, so a shell session, a test runner or an agent's tool loop
+// that starts a program per step pays a sandbox's set-up once: the first
+// command builds it, each later one with the same policy is forked from
+// the sandbox's already confined init (sandbox.Session).
+//
+// Each command is decided, confined and recorded as one with a sandbox of
+// its own: the same decision, Landlock domain, seccomp filter and
+// supervisor (built once from the same policy), its own argv,
+// environment, directory, streams, rlimits, timeout and cgroups (the
+// target joins them before its first instruction). When its program ends,
+// everything it left running in the sandbox is killed before Wait
+// returns; what it wrote to the filesystem stays, as without a session.
+//
+// What differs:
+//   - Cmd.Process is the session sandbox's init, shared by its commands:
+//     Signal reaches the running program, Kill ends the sandbox (the next
+//     command builds a new one). A timeout, a cancellation or the scope's
+//     release ends the sandbox the same way.
+//   - Cmd.ProcessState stays nil: no process of the host's ended with the
+//     command. A program that failed gives a *sandbox.ExitError (its
+//     ExitCode, and Cmd.Signal for a signal) where a command of its own
+//     gives an *exec.ExitError.
+//   - A command started while another of the session runs (a pipeline's
+//     other side) gets a sandbox of its own; one whose policy differs (a
+//     reload) ends the session's sandbox and builds a new one.
+//
+// The zero value is ready to use; Close ends the sandbox. A Session is safe
+// for concurrent use.
+type Session struct{ sb sandbox.Session }
+
+// Close ends the session's sandbox, killing a command that runs in it.
+func (s *Session) Close() error { return s.sb.Close() }
