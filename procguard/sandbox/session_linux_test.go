@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -256,5 +257,27 @@ func TestSessionStageRunsOne(t *testing.T) {
 	}
 	if l1.Process.Pid == l2.Process.Pid {
 		t.Errorf("a sandbox whose target started through a stage ran a second command")
+	}
+}
+
+// TestSessionClearsIPC: System V IPC objects a command made (shared
+// memory, a message queue, a semaphore set) are gone when the session's
+// next command runs, as in a sandbox of its own.
+func TestSessionClearsIPC(t *testing.T) {
+	for _, p := range []string{"ipcmk", "ipcs"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is needed: %v", p, err)
+		}
+	}
+	dir := realDir(t)
+	var s Session
+	defer s.Close()
+	_, out, _, err := sessionRun(t, &s, shSpec(t, dir, `ipcmk -M 4096 && ipcmk -Q && ipcmk -S 2 && ipcs | grep -c 0x || true`))
+	if err != nil || strings.Count(out, "id:") != 3 {
+		t.Fatalf("making the objects: %v\n%s", err, out)
+	}
+	_, out, _, err = sessionRun(t, &s, shSpec(t, dir, `ipcs -m -q -s | grep -c '^0x' || true`))
+	if err != nil || strings.TrimSpace(out) != "0" {
+		t.Errorf("the next command sees the last one's IPC objects: %v\n%s", err, out)
 	}
 }

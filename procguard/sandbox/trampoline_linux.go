@@ -217,6 +217,10 @@ func (st *initState) runCommand() int {
 		if st.next != nil {
 			st.killRest()
 			st.dropCommandFiles() // the host's copiers see EOF now
+			// On another thread: this one's file calls are trapped.
+			done := make(chan struct{})
+			go func() { clearIPC(); close(done) }()
+			<-done
 		}
 		st.flushRepeats()
 		if st.next == nil {
@@ -363,6 +367,36 @@ func readNext(st *initState) error {
 	st.targetPid, st.early = 0, nil
 	st.report.Pid, st.report.Rlimits = 0, nil
 	return nil
+}
+
+// clearIPC removes the System V IPC objects (shared memory, message
+// queues, semaphore sets) a command left in the sandbox's IPC namespace,
+// which lasts as long as the sandbox: a session's next command finds none,
+// as a sandbox of its own would. Their creator was the target, whose uid
+// init has. POSIX message queues are not listed anywhere init can read
+// without mounting their filesystem; they stay (docs/exec.md).
+func clearIPC() {
+	for _, k := range []struct {
+		file string
+		rmid func(id int)
+	}{
+		{"shm", func(id int) { unix.Syscall(unix.SYS_SHMCTL, uintptr(id), unix.IPC_RMID, 0) }},
+		{"msg", func(id int) { unix.Syscall(unix.SYS_MSGCTL, uintptr(id), unix.IPC_RMID, 0) }},
+		{"sem", func(id int) { unix.Syscall(unix.SYS_SEMCTL, uintptr(id), 0, unix.IPC_RMID) }},
+	} {
+		b, err := os.ReadFile("/proc/sysvipc/" + k.file)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		for _, line := range lines[min(1, len(lines)):] { // a header first
+			if f := strings.Fields(line); len(f) > 1 {
+				if id, err := strconv.Atoi(f[1]); err == nil {
+					k.rmid(id)
+				}
+			}
+		}
+	}
 }
 
 // dropCommandFiles closes init's copies of the ended command's stdio,
