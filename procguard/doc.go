@@ -22,6 +22,11 @@
 // survive the call. Captured output is capped per stream and keeps
 // draining. Cmd.Confinement says exactly what was enforced.
 //
+// Commands given a Session (Cmd.Session) run one after another in one
+// sandbox: the first builds it, the later ones are forked from its init,
+// each still decided, confined and limited as a command of its own (see
+// Session for what differs: no ProcessState, a shared init).
+//
 // # Cgroups left behind
 //
 // A command's cgroup directories are removed when it is released, except

@@ -92,33 +92,41 @@
 //
 // # Cost
 //
-// Every program starts its own sandbox, and that start is the cost of a
-// call; the interpreter and the decisions are small beside it. Measured
-// with
+// A session's programs run one after another in one sandbox
+// (procguard.Session): the first program of the session builds it, and
+// every later one is forked from its init, which kills whatever a program
+// left before the next starts. Each program is still decided, confined,
+// limited and recorded as one with a sandbox of its own (procguard's
+// Session says what differs: a timeout ends the shared sandbox, and the
+// next program builds a new one). A program started while another of the
+// session runs (a pipeline's other side, a background job) gets a sandbox
+// of its own. Measured with
 //
 //	go test -run '^$' -bench RunCost -benchtime 7x ./shellguard/
 //
-// on the 2-core development VM while three other agents built and tested
-// (load average 9 to 10), every side once per round, interleaved, so the
-// ratios compare runs under the same load (medians of 7 rounds):
+// on the 2-core development VM (load average 4 to 7), every side once per
+// round, interleaved, so the ratios compare runs under the same load
+// (medians of 7 rounds; "own sandbox" is the same session with the
+// shared sandbox off, as programs ran before):
 //
 //	call                                                ms    x raw sh -c
-//	sh -c /bin/true (raw)                              9.7
-//	session: /bin/true                                16.4    1.8
-//	procguard alone: /bin/true (no interpreter)       26.6
-//	session, no namespace sandbox: /bin/true          12.0
-//	sh -c 'loop of 100 /bin/true' (raw)                573
-//	session: the loop                                 7908   12.2
-//	session, no namespace sandbox: the loop            727    1.18
-//	session: a loop of 100 builtins (:)               0.92
+//	sh -c /bin/true (raw)                              9.0
+//	session: /bin/true                                13.7    1.31
+//	session, own sandbox: /bin/true                   18.0    1.96
+//	procguard alone: /bin/true (no interpreter)       22.1
+//	session, no namespace sandbox: /bin/true          14.8
+//	sh -c 'loop of 100 /bin/true' (raw)                291
+//	session: the loop                                  793    2.04
+//	session, own sandbox: the loop                    5096   16.5
+//	session, no namespace sandbox: the loop            479    1.17
+//	session: a loop of 100 builtins (:)               0.66
 //
-// A call with one program costs about one sandboxed start (procguard keeps
-// a sandbox ready between calls; the session adds nothing measurable at
-// this load: procguard alone was slower in this run). A loop is slow: its
-// programs start back to back, and procguard keeps one sandbox ready at a
-// time, made by re-executing the host binary, so each program waits for
-// a whole start, about 79 ms here against 6 ms raw. Without the namespace sandbox (Landlock and cgroups only) the same
-// loop is within 1.2x of raw, so the interpreter, the decisions and the
-// handlers are not the cost. A session-wide sandbox, one for all of a
-// session's programs, is future work (issue 27).
+// A loop's programs start back to back: with a sandbox each, every one
+// waits for a whole start (procguard keeps one sandbox ready at a time,
+// made by re-executing the host binary); sharing the session's, the loop
+// costs 0.14x of that. What is left over raw is the exec judged in the
+// sandbox (a trap, a ptrace stop) and the per-program cgroup; without
+// the namespace sandbox (Landlock and cgroups only) the loop is within
+// 1.2x of raw, so the interpreter, the decisions and the handlers are not
+// the cost.
 package shellguard

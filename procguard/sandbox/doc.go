@@ -18,6 +18,13 @@
 // disables it. An idle trampoline is one sleeping process that dies with
 // the host.
 //
+// A Session goes further for commands run one after another: its sandbox
+// outlives each command, and every later command with the same spec is
+// forked from init's already confined thread, after init killed what the
+// last one left (processes, System V IPC objects) and closed its streams.
+// Masks and read-only binds cover the names that existed when the sandbox
+// was built; the supervisor holds every name, made earlier or later.
+//
 // Inside, before the target runs:
 //
 //   - mounts are the sandbox's own (slaves of the host's: nothing

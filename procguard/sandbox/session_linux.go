@@ -104,9 +104,17 @@ func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Diale
 	if t == nil {
 		if t, err = take(spec.Net.Host); err == nil {
 			s.mu.Lock()
-			s.t, s.key = t, key
+			closed := s.closed
+			if !closed {
+				s.t, s.key = t, key
+			}
 			s.mu.Unlock()
-			l, err = start(ctx, t, spec, stdio, nil, s.dialNow, s)
+			if closed { // Close came while the sandbox was taken
+				t.discard()
+				err = ErrSessionClosed
+			} else {
+				l, err = start(ctx, t, spec, stdio, nil, s.dialNow, s)
+			}
 		}
 	} else {
 		l, err = s.startNext(ctx, t, spec, stdio)
@@ -151,7 +159,7 @@ func (s *Session) finished(gone bool) {
 	s.mu.Lock()
 	s.busy, s.cur = false, nil
 	var t *trampoline
-	if gone {
+	if gone || s.closed {
 		t = s.detach()
 	}
 	s.mu.Unlock()
@@ -185,8 +193,8 @@ func (s *Session) end(t *trampoline) {
 	go refill(t.hostNet)
 }
 
-// Close ends the session's sandbox, killing the command that runs in it,
-// if any (its Wait returns then), and reaps it. Start fails afterwards.
+// Close ends the session's sandbox and reaps it; a command that runs in
+// it is killed, and its Wait reaps the sandbox. Start fails afterwards.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	s.closed = true

@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -280,4 +282,57 @@ func TestSessionClearsIPC(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != "0" {
 		t.Errorf("the next command sees the last one's IPC objects: %v\n%s", err, out)
 	}
+}
+
+// TestSessionConcurrentUse: goroutines share one Session, each falling
+// back to a sandbox of its own when it is busy (as procguard does), while
+// Close comes at the end: every command runs once with its own output, and
+// Close leaves no init.
+func TestSessionConcurrentUse(t *testing.T) {
+	dir := realDir(t)
+	var s Session
+	var inits sync.Map
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 4 {
+				want := fmt.Sprintf("g%d-%d", g, i)
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				var out syncBuffer
+				stdio := Stdio{Stdout: &out, WaitDelay: 5 * time.Second}
+				spec := shSpec(t, dir, "echo "+want)
+				l, err := s.Start(ctx, spec, stdio, nil)
+				if errors.Is(err, ErrSessionBusy) {
+					l, err = Start(ctx, spec, stdio, nil, nil)
+				}
+				if err == nil {
+					inits.Store(l.Process.Pid, true)
+					_, err = l.Wait()
+				}
+				cancel()
+				if err == nil && strings.TrimSpace(out.String()) != want {
+					err = fmt.Errorf("output %q, want %q", out.String(), want)
+				}
+				if err != nil && !errors.Is(err, ErrUnavailable) {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	inits.Range(func(pid, _ any) bool {
+		if alive(pid.(int)) {
+			t.Errorf("init %d outlived its commands and the session's Close", pid)
+		}
+		return true
+	})
 }
