@@ -35,7 +35,7 @@ func (s *Scope) Double(key any) any {
 // say where an unscripted call came from.
 func CallerFrame(ctx context.Context) runtime.Frame {
 	if cp := callerPCsFrom(ctx); cp != nil {
-		f, _ := firstCaller(cp.pcs, cp.skip, false, cp.physical)
+		f, _, _ := firstCaller(cp.pcs, cp.skip, false, cp.physical)
 		return frameOf(f)
 	}
 	return callerFrame()

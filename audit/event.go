@@ -43,6 +43,7 @@ type Event struct {
 	frames   []runtime.Frame
 	captured bool
 	caller   *runtime.Frame // the first of frames, found without the rest (shared: pcFrames)
+	site     string         // FormatFrame(*caller), from the same cache entry
 	callerOK bool
 	inHook   bool       // a host callback is running with this event
 	recorded *callerPCs // the requester's stack, when the call runs on its behalf
@@ -98,12 +99,22 @@ func (e *Event) Caller() runtime.Frame {
 	case !e.callerOK:
 		e.callerOK = true
 		if r := e.recorded; r != nil {
-			e.caller, _ = firstCaller(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), false, r.physical)
+			e.caller, e.site, _ = firstCaller(r.pcs, append(r.skip[:len(r.skip):len(r.skip)], e.PassOver...), false, r.physical)
 		} else {
-			e.caller = callerOf(e.PassOver)
+			e.caller, e.site = callerSiteOf(e.PassOver)
 		}
 	}
 	return frameOf(e.caller)
+}
+
+// callerText is FormatFrame(e.Caller()), taken from the frame cache when
+// the caller was found without capturing the whole stack.
+func (e *Event) callerText() string {
+	f := e.Caller()
+	if !e.captured && e.caller != nil {
+		return e.site
+	}
+	return FormatFrame(f)
 }
 
 // CalledFrom reports whether function fn is on the caller's stack: fn is a

@@ -146,20 +146,27 @@ func frameOf(f *runtime.Frame) runtime.Frame {
 // pipeline.
 // The frame returned is shared (the frame caches) and must not be modified.
 func callerOf(skip []string) *runtime.Frame {
+	f, _ := callerSiteOf(skip)
+	return f
+}
+
+// callerSiteOf is callerOf with the frame's FormatFrame, kept beside it in
+// the frame cache (so a record names its caller without allocating).
+func callerSiteOf(skip []string) (*runtime.Frame, string) {
 	var pcs [64]uintptr
 	if fpWalkOK() {
 		if n, complete := fpCallers(pcs[:]); complete {
-			f, _ := firstCaller(pcs[:n], skip, false, true)
-			return f
+			f, site, _ := firstCaller(pcs[:n], skip, false, true)
+			return f, site
 		}
 	}
 	n := runtime.Callers(2, pcs[:16])
-	if f, ok := firstCaller(pcs[:n], skip, n == 16, false); ok {
-		return f
+	if f, site, ok := firstCaller(pcs[:n], skip, n == 16, false); ok {
+		return f, site
 	}
 	n = runtime.Callers(2, pcs[:])
-	f, _ := firstCaller(pcs[:n], skip, false, false)
-	return f
+	f, site, _ := firstCaller(pcs[:n], skip, false, false)
+	return f, site
 }
 
 // firstCaller is callerFrames(pcs, skip)[0] (the zero Frame when there is
@@ -172,9 +179,10 @@ func callerOf(skip []string) *runtime.Frame {
 // found first stands. truncated says pcs may not reach the bottom of the
 // stack; ok is false when the answer may lie below it. physical says pcs
 // came from fpCallers (one per stack frame) rather than runtime.Callers
-// (one per logical frame).
-func firstCaller(pcs []uintptr, skip []string, truncated, physical bool) (f *runtime.Frame, ok bool) {
+// (one per logical frame). site is FormatFrame(*f) ("" for nil).
+func firstCaller(pcs []uintptr, skip []string, truncated, physical bool) (f *runtime.Frame, site string, ok bool) {
 	var found *runtime.Frame
+	foundSite := ""
 	seenLib, pastEntry := false, false
 	for _, pc := range pcs {
 		e := framesAt(pc, physical)
@@ -182,36 +190,55 @@ func firstCaller(pcs []uintptr, skip []string, truncated, physical bool) (f *run
 			f := &e.frames[i]
 			switch {
 			case f.Function == pipelineEntry:
-				found, seenLib, pastEntry = nil, true, true
+				found, foundSite, seenLib, pastEntry = nil, "", true, true
 			case found != nil:
 				// A frame found above the entry; looking for the entry only.
 			case f.Function == "runtime.goexit":
 			case e.lib[i] || isSkipped(f, skip):
 				seenLib = true
 			case seenLib:
-				found = f
+				found, foundSite = f, e.sites[i]
 				if pastEntry {
-					return found, true
+					return found, foundSite, true
 				}
 			}
 		}
 	}
-	return found, !truncated
+	return found, foundSite, !truncated
 }
 
 // The frame caches map return addresses to their logical frames, so that
 // finding the caller of a denial made again from the same place costs no
 // symbolization (file and line lookups are most of a walk's cost). They
-// are direct-mapped and lock-free: a slot holds the last pc that hashed to
-// it, so their size bounds the memory whatever the program does. A pc from
-// runtime.Callers stands for one logical frame, a pc from fpCallers for a
-// stack frame and the calls inlined into it, hence two caches.
+// are set-associative and lock-free: a pc hashes to a set of frameWays
+// slots, a miss replaces one of them, so their size bounds the memory
+// whatever the program does. (Direct-mapped, two return addresses of one
+// stack that hashed to the same slot evicted each other on every call:
+// a denial made from such a stack symbolized its frames afresh each time,
+// ten allocations and a few microseconds.) A pc from runtime.Callers
+// stands for one logical frame, a pc from fpCallers for a stack frame and
+// the calls inlined into it, hence two caches.
 var pcFrames, fpFrames [1024]atomic.Pointer[pcEntry]
+
+// frameWays is the number of slots of a frame cache's set.
+const frameWays = 4
+
+// frameVictim picks the slot a miss replaces in a full set: misses are
+// rare (a new call site), so one shared counter is no contention.
+var frameVictim atomic.Uint32
 
 type pcEntry struct {
 	pc     uintptr
 	frames []runtime.Frame
-	lib    []bool // lib[i]: frames[i] is the library's own (inLibrary)
+	lib    []bool   // lib[i]: frames[i] is the library's own (inLibrary)
+	sites  []string // sites[i]: FormatFrame(frames[i]), what a record names as its caller
+}
+
+// frameSet is the set of a frame cache that pc belongs to.
+func frameSet(pc uintptr) int {
+	const sets = len(pcFrames) / frameWays
+	h := uint64(pc) * 0x9e3779b97f4a7c15 // Fibonacci hashing: the high bits mix every bit of pc
+	return int(h>>32) % sets
 }
 
 // framesAt returns the cache entry of return address pc: its logical
@@ -227,9 +254,19 @@ func framesAt(pc uintptr, physical bool) *pcEntry {
 	if physical {
 		cache = &fpFrames
 	}
-	slot := &cache[(pc^pc>>10)%uintptr(len(cache))]
-	if e := slot.Load(); e != nil && e.pc == pc {
-		return e
+	set := cache[frameSet(pc)*frameWays:][:frameWays]
+	free := -1
+	for i := range set {
+		e := set[i].Load()
+		if e == nil {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if e.pc == pc {
+			return e
+		}
 	}
 	e := &pcEntry{pc: pc}
 	pcs := []uintptr{pc}
@@ -242,12 +279,16 @@ func framesAt(pc uintptr, physical bool) *pcEntry {
 		if !physical || !isWrapperFrame(&f) {
 			e.frames = append(e.frames, f)
 			e.lib = append(e.lib, inLibrary(&f))
+			e.sites = append(e.sites, FormatFrame(f))
 		}
 		if !more {
 			break
 		}
 	}
-	slot.Store(e)
+	if free < 0 {
+		free = int(frameVictim.Add(1) % frameWays)
+	}
+	set[free].Store(e)
 	return e
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/auditguard/auditguard/policy"
 )
@@ -137,7 +138,8 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by Decider, 
 	if ev.DryRun || (out == Allowed && !g.logAllows) {
 		return
 	}
-	if g.recorder == nil && g.recordHook == nil && !g.logger.Enabled(ctx, outcomeLevel(out)) {
+	logOn := g.logger.Enabled(ctx, outcomeLevel(out))
+	if g.recorder == nil && g.recordHook == nil && !logOn {
 		return
 	}
 	rec := Record{
@@ -145,10 +147,10 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by Decider, 
 		Target: ev.Target, Target2: ev.Target2, Resolved: ev.Resolved, Resolved2: ev.Resolved2,
 		Argv: ev.Argv, Program: ev.Program, Detail: ev.Detail, Child: ev.Child,
 		Outcome: out, DecidedBy: by, Tier: ev.Decision.Tier,
-		Caller: FormatFrame(ev.Caller()),
+		Caller: ev.callerText(),
 	}
 	if r := ev.Decision.Rule; r != nil {
-		rec.Rule = r.Kind.String() + " " + strconv.Quote(r.Pattern)
+		rec.Rule = ruleText(r)
 		rec.Source = r.Source
 	}
 	if ev.Call != nil {
@@ -160,21 +162,52 @@ func (g *Guard) record(ctx context.Context, ev *Event, out Outcome, by Decider, 
 		// those who keep the record.
 		rec.Err = err.Error()
 	}
-	g.emit(ctx, &rec)
+	g.emit(ctx, &rec, logOn, rec.Time)
 }
 
-// emit writes one record to the recorder, the record hook and the logger.
-func (g *Guard) emit(ctx context.Context, rec *Record) {
+// ruleTexts caches the rendering a record gives a rule (`kind "pattern"`),
+// so the records of a rule that decides again allocate nothing for it.
+// Rules never change once made (policy.Rule); an entry still checks the
+// rule's kind and pattern, and holds the rule, so its address is not
+// reused while it is cached. Direct-mapped by the rule's address: the
+// size bounds the memory whatever rules a host makes, and a miss costs
+// what rendering it always cost.
+var ruleTexts [256]atomic.Pointer[ruleTextEntry]
+
+type ruleTextEntry struct {
+	r       *policy.Rule
+	kind    policy.RuleKind
+	pattern string
+	text    string
+}
+
+// ruleText is r's rendering in a record: its kind and quoted pattern.
+func ruleText(r *policy.Rule) string {
+	h := uint64(uintptr(unsafe.Pointer(r))) * 0x9e3779b97f4a7c15
+	slot := &ruleTexts[h>>56]
+	if e := slot.Load(); e != nil && e.r == r && e.kind == r.Kind && e.pattern == r.Pattern {
+		return e.text
+	}
+	e := &ruleTextEntry{r: r, kind: r.Kind, pattern: r.Pattern, text: r.Kind.String() + " " + strconv.Quote(r.Pattern)}
+	slot.Store(e)
+	return e.text
+}
+
+// emit writes one record to the recorder, the record hook and, when logOn
+// (the logger is enabled at the record's level), the logger, with now as
+// the time it is logged at: record logs a record at its own Time, so a
+// decision reads the clock once.
+func (g *Guard) emit(ctx context.Context, rec *Record, logOn bool, now time.Time) {
 	if g.recorder != nil {
 		g.recorder.Add(*rec)
 	}
 	if g.recordHook != nil {
 		g.recordHook(ctx, *rec)
 	}
-	level := outcomeLevel(rec.Outcome)
-	if !g.logger.Enabled(ctx, level) {
+	if !logOn {
 		return
 	}
+	level := outcomeLevel(rec.Outcome)
 	attrs := make([]slog.Attr, 0, 17)
 	attrs = append(attrs,
 		slog.String("outcome", rec.Outcome.String()),
@@ -219,7 +252,7 @@ func (g *Guard) emit(ctx context.Context, rec *Record) {
 	// record's source: a stack walk of about 2 µs on the VM of
 	// docs/bench.md, for a PC that is always the same one in this
 	// function (the source a handler with AddSource prints: this line).
-	r := slog.NewRecord(time.Now(), level, "auditguard decision", emitPC())
+	r := slog.NewRecord(now, level, "auditguard decision", emitPC())
 	r.AddAttrs(attrs...)
 	if ctx == nil {
 		ctx = context.Background() // as LogAttrs does

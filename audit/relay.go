@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"time"
 )
 
 // A guard can decide on behalf of a scope of another process: isolate runs
@@ -126,7 +127,7 @@ func (s *Scope) Replay(ctx context.Context, rec Record) {
 	if rec.Outcome == Allowed && !s.g.logAllows {
 		return
 	}
-	s.g.emit(ctx, &rec)
+	s.g.emit(ctx, &rec, s.g.logger.Enabled(ctx, outcomeLevel(rec.Outcome)), time.Now())
 }
 
 func (g *Guard) logFault(ctx context.Context, fault error) {

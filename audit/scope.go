@@ -166,6 +166,14 @@ func (s *Scope) Policies() []*policy.Policy {
 // alone, and the same call is allowed again.
 func (s *Scope) AsksOnCall() bool { return s != nil && s.g != nil && s.g.onCall != nil }
 
+// ShowsEvents reports whether the pipeline may show this scope's events
+// to a host callback (OnCall, BeforeDeny), which may keep the *Event it
+// is shown. Without one, nothing holds an event once its pipeline run
+// has returned, so a facade may hand the pipeline an event it reuses.
+func (s *Scope) ShowsEvents() bool {
+	return s != nil && s.g != nil && (s.g.onCall != nil || s.g.beforeDeny != nil)
+}
+
 // Mode returns the guard's mode for protocol p.
 func (s *Scope) Mode(p Protocol) Mode { return s.g.Mode(p) }
 

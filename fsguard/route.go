@@ -272,10 +272,12 @@ func (f *Fs) carry(c *call, req audit.Request, d policy.Decision) error {
 		return nil
 	}
 	ev := &c.ev
-	if c.pooled {
+	if c.pooled && f.scope.ShowsEvents() {
 		// A callback may keep the event it is shown (retry says so too);
 		// a pooled call is reused, so the pipeline gets an event of its
 		// own. The route reads nothing the pipeline writes into it.
+		// Without a callback nothing keeps it past the pipeline, and
+		// c.ev is handed over as it is.
 		ev = new(audit.Event)
 		*ev = c.ev
 	}
