@@ -68,6 +68,7 @@ type trampoline struct {
 	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
 	session  bool                                 // init keeps the sandbox after an "exit" (Session)
 	exits    chan *Exit                           // a session's "exit" messages
+	last     atomic.Bool                          // a session's sandbox ends with its command (message.Last)
 	gone     chan struct{}                        // closed when the status stream ended
 	crash    []byte                               // lines of the stream that are not messages: init's runtime dying
 	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
@@ -175,6 +176,9 @@ func (t *trampoline) readStatus() {
 		case "exit":
 			t.exit = m.Exit
 			if t.session && m.Exit != nil {
+				if m.Last {
+					t.last.Store(true)
+				}
 				t.exits <- m.Exit // one command at a time: its Wait takes it
 			}
 			continue
@@ -807,7 +811,7 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 		f.Close()
 	}
 	if l.s != nil {
-		l.s.finished(l.exit == nil)
+		l.s.finished(l.exit == nil || l.t.last.Load())
 	} else {
 		if l.cancel != nil {
 			l.cancel()

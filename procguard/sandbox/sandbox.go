@@ -384,6 +384,10 @@ type message struct {
 	Err    string  `json:"err,omitempty"`
 	Errno  int     `json:"errno,omitempty"`
 	Exit   *Exit   `json:"exit,omitempty"`
+	// Last, with a session's "exit": the sandbox ends with this command
+	// (its target started through a stage, not from init's confined
+	// thread).
+	Last bool `json:"last,omitempty"`
 	// File is a refused file call to judge ("file"); the host answers on
 	// the control socket with a judgement line.
 	File *FileCall `json:"file,omitempty"`

@@ -71,6 +71,9 @@ type initState struct {
 	// next is the socket a session's later commands come on (Spec.Session);
 	// nil for a sandbox of one command.
 	next *os.File
+	// sessionAsked: the host asked for a session (Spec.Session was sent),
+	// whether or not this sandbox can keep one.
+	sessionAsked bool
 	// confined: the command thread has taken on the targets' confinement
 	// (forkTarget), which a session's later targets inherit.
 	confined bool
@@ -225,7 +228,7 @@ func (st *initState) runCommand() int {
 		st.flushRepeats()
 		if st.next == nil {
 			close(st.stop)
-			st.send(message{Event: "exit", Exit: &exit})
+			st.send(message{Event: "exit", Exit: &exit, Last: st.sessionAsked})
 			if exit.Signal != 0 {
 				return 128 + int(exit.Signal)
 			}
@@ -332,6 +335,7 @@ func readSpec(st *initState) error {
 			return errors.New("the session's socket is missing")
 		}
 		st.next, files = files[0], files[1:]
+		st.sessionAsked = true
 	}
 	if st.extra, err = extraFiles(&ws, files); err != nil {
 		return err
