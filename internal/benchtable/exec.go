@@ -70,20 +70,27 @@ func execRows(e *env) ([]*row, error) {
 	}
 	// A session's commands share one sandbox (procguard.Session): the
 	// first builds it, every later one is forked from its init.
-	sess := &procguard.Session{}
-	inSession := func() error {
-		cctx, cancel := context.WithTimeout(ctx, childTimeout)
-		defer cancel()
-		c := procguard.CommandContext(cctx, "true")
-		c.Dir, c.Timeout, c.Session = dir, childTimeout, sess
-		if err := c.Run(); err != nil {
-			return err
-		}
-		if c.Confinement.Sandbox == nil {
-			return errors.New("started without the sandbox: " + c.Confinement.SandboxNote)
-		}
-		return nil
+	// In parallel, each worker has a session of its own.
+	sessions := make([]*procguard.Session, execParallel)
+	for i := range sessions {
+		sessions[i] = &procguard.Session{}
 	}
+	inSessionOf := func(sess *procguard.Session) func() error {
+		return func() error {
+			cctx, cancel := context.WithTimeout(ctx, childTimeout)
+			defer cancel()
+			c := procguard.CommandContext(cctx, "true")
+			c.Dir, c.Timeout, c.Session = dir, childTimeout, sess
+			if err := c.Run(); err != nil {
+				return err
+			}
+			if c.Confinement.Sandbox == nil {
+				return errors.New("started without the sandbox: " + c.Confinement.SandboxNote)
+			}
+			return nil
+		}
+	}
+	inSession := inSessionOf(sessions[0])
 	run := func(name string, args ...string) func() error {
 		return func() error {
 			cctx, cancel := context.WithTimeout(context.Background(), childTimeout)
@@ -124,8 +131,8 @@ func execRows(e *env) ([]*row, error) {
 
 	// sides returns a row's sides, each op made of the side's start by
 	// op; the notes say what one start is (once, on the first row). A
-	// session runs one command at a time: the parallel row has no session
-	// side.
+	// session runs one command at a time: the parallel row has a session
+	// per goroutine instead (below).
 	sides := func(op func(start func() error) func(int) error, notes, session bool) []*side {
 		r := &side{name: "raw", prep: prep, op: op(raw)}
 		sb := &side{name: "sandbox", prep: prep, op: op(guarded), skip: sbSkip}
@@ -175,28 +182,29 @@ func execRows(e *env) ([]*row, error) {
 			{side: "session", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
 		},
 	}
-	// The last row with a session side ends its sandbox, before the table
-	// checks that nothing it started is left.
-	inRow.cleanup = func() { sess.Close() }
 	inRow.sides[0].note = fmt.Sprintf("one op is %d starts, one after the other (the pool is refilled before each block only); times and blocks count starts", execInRow)
+	parallelOp := func(start func(g int) func() error) func(int) error {
+		return func(int) error {
+			errs := make([]error, execParallel)
+			var wg sync.WaitGroup
+			for g := range execParallel {
+				wg.Go(func() {
+					run := start(g)
+					for range execEach {
+						if errs[g] = run(); errs[g] != nil {
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		}
+	}
 	parallel := &row{
 		group: "exec", call: fmt.Sprintf("/bin/true, %d in parallel", execParallel), base: "raw",
 		sides: sides(func(start func() error) func(int) error {
-			return func(int) error {
-				errs := make([]error, execParallel)
-				var wg sync.WaitGroup
-				for g := range execParallel {
-					wg.Go(func() {
-						for range execEach {
-							if errs[g] = start(); errs[g] != nil {
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				return errors.Join(errs...)
-			}
+			return parallelOp(func(int) func() error { return start })
 		}, false, false),
 		n: 1, batch: execParallel * execEach, maxRounds: execMaxRounds / (execParallel * execEach),
 		targets: []target{
@@ -205,7 +213,17 @@ func execRows(e *env) ([]*row, error) {
 			// too, one target per line of the issue.
 			{side: "sandbox", vs: "bwrap", maxRatio: 1 / 1.5, text: "<= 0.67x bwrap"},
 			{side: "sandbox", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
+			{side: "sessions", vs: "bwrap", maxRatio: 1 / 1.5, text: "<= 0.67x bwrap"},
+			{side: "sessions", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
 		},
+	}
+	parallel.sides = append(parallel.sides, &side{name: "sessions", prep: prep, skip: sbSkip,
+		op: parallelOp(func(g int) func() error { return inSessionOf(sessions[g]) }),
+		note: "each goroutine runs its starts in a procguard.Session of its own"})
+	parallel.cleanup = func() {
+		for _, s := range sessions {
+			s.Close()
+		}
 	}
 	parallel.sides[0].note = fmt.Sprintf("one op is %d starts made at once by %d goroutines (%d each); times and blocks count starts (time per start is inverse throughput)", execParallel*execEach, execParallel, execEach)
 	return []*row{single, inRow, parallel}, nil
