@@ -3,6 +3,11 @@ package procguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,5 +102,56 @@ func TestSessionCommandsAsTheirOwn(t *testing.T) {
 	}
 	if proctree.Alive(after.Process.Pid) {
 		t.Errorf("the session's init %d outlived Close", after.Process.Pid)
+	}
+}
+
+// TestSessionEgressPerCommand: a session's commands reach the network
+// through the egress proxy of the command that runs: each request is
+// decided and recorded with that command, an address no rule allows is
+// refused in either, and the proxy of an ended command serves no one.
+func TestSessionEgressPerCommand(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "PROXIED-OK")
+	}), ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	t.Setenv("HTTP_PROXY", "http://host-proxy.invalid:1")
+
+	tools := shellTools
+	tools.Rules = append(allow("curl"), tools.Rules...)
+	spec := policy.Spec{Exec: tools}
+	spec.Net.Rules = []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{port}}}
+	e := sandboxEnv(t, spec, audit.WithLogAllows())
+	s := &procguard.Session{}
+	defer s.Close()
+	var pids []int
+	for _, name := range []string{"first", "second"} {
+		out, err, c := runScriptIn(t, e, s, `
+p=$(( $1 + 0 ))
+curl -sS -f --max-time 10 "http://127.0.0.1:$p/$2"
+curl -sS -f --max-time 10 "http://127.0.0.2:$p/" || echo DENIED-BY-PROXY`, port, name)
+		if err != nil || !strings.Contains(out, "PROXIED-OK") || !strings.Contains(out, "DENIED-BY-PROXY") {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		pids = append(pids, c.Process.Pid)
+		found := false
+		for _, r := range e.rec.Records() {
+			if r.Protocol == audit.Net && r.Outcome == audit.Allowed && strings.Contains(r.Target, "127.0.0.1:"+port) &&
+				strings.Contains(r.Detail, "sandbox of "+c.String()) && strings.Contains(r.Detail, "via proxy") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no allowed request recorded with this command (%s)", name, c.String())
+		}
+	}
+	if pids[0] != pids[1] {
+		t.Errorf("the second command ran in a new sandbox (init %d, then %d)", pids[0], pids[1])
 	}
 }
