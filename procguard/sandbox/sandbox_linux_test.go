@@ -578,3 +578,28 @@ func TestTreeCgroupOnEveryPath(t *testing.T) {
 		})
 	}
 }
+
+// TestUmaskFollowsTheTask: the supervisor creates files for the target
+// with the umask the creating task has at that moment: changed between
+// creates, in a subshell, in short-lived processes one after another.
+func TestUmaskFollowsTheTask(t *testing.T) {
+	dir := realDir(t)
+	_, state, err := run(t, shSpec(t, dir, `umask 077; echo > a; umask 022; echo > b; mkdir d1
+umask 027; mkdir d2; (umask 002; echo > c); echo > e
+for i in 1 2 3 4 5 6; do sh -c "umask 0$((i % 2 * 7))$((i % 2 * 7)); echo > f$i"; done`), Stdio{})
+	if err != nil || !state.Success() {
+		t.Fatalf("%v %v", err, state)
+	}
+	want := map[string]os.FileMode{"a": 0o600, "b": 0o644, "d1": 0o755, "d2": 0o750, "c": 0o664, "e": 0o640,
+		"f1": 0o600, "f2": 0o666, "f3": 0o600, "f4": 0o666, "f5": 0o600, "f6": 0o666}
+	for name, mode := range want {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if got := fi.Mode().Perm(); got != mode {
+			t.Errorf("%s: mode %o, want %o", name, got, mode)
+		}
+	}
+}

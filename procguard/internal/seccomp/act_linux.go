@@ -314,14 +314,52 @@ func (s *server) withUmask(r *request, fn func() error) result {
 	return errnoResult(fn())
 }
 
-// taskUmask reads the task's umask from /proc/<tid>/status.
+// taskUmask reads the task's umask from /proc/<tid>/status. The file is
+// kept open for the task's next create (an open is two thirds of the
+// cost): a descriptor of a task's proc file names the task it was opened
+// for, so once that task is gone a read fails (ESRCH), even where its tid
+// was given to another task meanwhile, and the file is opened again.
+// (A thread that execs takes over its leader's tid, and the descriptor
+// then names it: the umask read is the one the exec'd program has.)
 func taskUmask(t *task) (int, unix.Errno) {
-	n, e := statusField(t.proc, "Umask", 8)
-	if e != 0 {
-		return 0, unix.EACCES
+	for range 2 {
+		fd, ok := t.status[t.tid]
+		if !ok {
+			var err error
+			if fd, err = unix.Open(t.proc+"status", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+				return 0, unix.EACCES
+			}
+			if len(t.status) >= maxStatusFiles {
+				t.closeStatus()
+			}
+			if t.status == nil {
+				t.status = map[int]int{}
+			}
+			t.status[t.tid] = fd
+		}
+		n, err := unix.Pread(fd, t.sbuf[:], 0)
+		if err != nil {
+			unix.Close(fd)
+			delete(t.status, t.tid)
+			if ok {
+				continue // another task's, gone: open the task's own
+			}
+			return 0, unix.EACCES
+		}
+		_, after, found := bytes.Cut(t.sbuf[:n], []byte("\nUmask:"))
+		line, _, _ := bytes.Cut(after, []byte{'\n'})
+		mask, perr := strconv.ParseUint(string(bytes.TrimSpace(line)), 8, 32)
+		if !found || perr != nil {
+			return 0, unix.EACCES
+		}
+		return int(mask), 0
 	}
-	return int(n), 0
+	return 0, unix.EACCES
 }
+
+// maxStatusFiles bounds the status files taskUmask keeps open: past it,
+// all are closed and opened again as needed.
+const maxStatusFiles = 256
 
 // connect connects the task's socket (this process's copy of it) to the
 // address the task passed, or, for a pathname unix socket, to the socket

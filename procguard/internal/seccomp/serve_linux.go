@@ -117,7 +117,7 @@ func serveOn(listener int, stop <-chan struct{}, h Handler) error {
 	s.syncWakeUp()
 	s.t.caps = &s.caps
 	s.t.fixedRoot = h.FixedRoot
-	defer s.t.closeRoot()
+	defer s.t.close()
 
 	// wake becomes readable when stop is closed, so one poll waits for
 	// both.

@@ -31,6 +31,10 @@ type task struct {
 	// open in root (-1 until the first call that needs it).
 	fixedRoot bool
 	root      int
+	// status holds the tasks' /proc/<tid>/status open, by tid, and sbuf
+	// is where they are read (taskUmask).
+	status map[int]int
+	sbuf   [4096]byte
 }
 
 // sharedRoot is the root every task has under Handler.FixedRoot, opened
@@ -46,11 +50,21 @@ func (t *task) sharedRoot() (int, unix.Errno) {
 	return t.root, 0
 }
 
-func (t *task) closeRoot() {
+// close closes what the task state holds across calls: the shared root
+// and the status files.
+func (t *task) close() {
 	if t.fixedRoot && t.root >= 0 {
 		unix.Close(t.root)
 		t.root = -1
 	}
+	t.closeStatus()
+}
+
+func (t *task) closeStatus() {
+	for _, fd := range t.status {
+		unix.Close(fd)
+	}
+	clear(t.status)
 }
 
 func (t *task) reset(tid uint32) {
