@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -292,15 +293,23 @@ func fsRows(e *env) ([]*row, error) {
 
 	// A denied create: the guard's whole refusal (resolution, decision,
 	// the error and its record, logged by a text handler into io.Discard)
-	// on a name in a sibling of the write root. The second side has the
-	// logger off, so it shows what the record costs.
+	// on a name in a sibling of the write root. The other sides have the
+	// logger off, so they show what the record costs, and a handler that
+	// takes the record and drops it, which splits that cost between the
+	// guard (building the record and handing it over) and the handler
+	// (formatting it).
 	denied := filepath.Join(outside, "denied.txt")
 	ctxOff, _, err := e.enter(policy.Spec{WriteRoots: []string{root}, Home: root}, audit.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return nil, err
 	}
 	offFs := fsguard.New(ctxOff, afero.NewOsFs())
-	e.undo = append(e.undo, func() { offFs.Close() })
+	ctxDrop, _, err := e.enter(policy.Spec{WriteRoots: []string{root}, Home: root}, audit.WithLogger(slog.New(dropHandler{})))
+	if err != nil {
+		return nil, err
+	}
+	dropFs := fsguard.New(ctxDrop, afero.NewOsFs())
+	e.undo = append(e.undo, func() { offFs.Close(); dropFs.Close() })
 	deny := func(fsys afero.Fs) func(int) error {
 		return func(int) error {
 			f, err := fsys.Create(denied)
@@ -342,6 +351,7 @@ func fsRows(e *env) ([]*row, error) {
 			}, note: "afero.OsFs: Create+Write+Close of an existing 4 KiB file in the write root, the Create+Write+Close row's raw call"},
 			{name: "denied, logged", op: deny(guarded), note: "a text slog handler into io.Discard formats the denial's record"},
 			{name: "denied, log off", op: deny(offFs), note: "slog.DiscardHandler: the record is not formatted"},
+			{name: "denied, handler drops", op: deny(dropFs), note: "an enabled slog handler that drops what it is handed: the record is built and handed over, not formatted"},
 		},
 		targets: append(denyTargets("denied, logged"), denyTargets("denied, log off")...),
 	})
@@ -410,3 +420,13 @@ func thousands(n int) string {
 	}
 	return s
 }
+
+// dropHandler is an slog handler that is enabled at every level and drops
+// every record: a logger that costs the guard what handing over a record
+// costs, and no formatting.
+type dropHandler struct{}
+
+func (dropHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (dropHandler) Handle(context.Context, slog.Record) error { return nil }
+func (h dropHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h dropHandler) WithGroup(string) slog.Handler           { return h }
