@@ -288,11 +288,12 @@ echo done`
 	hits.Wait()
 }
 
-// TestSandboxEgressProxy: with net rules, the child's only route out is
-// the egress proxy the proxy variables name; each request through it is
-// decided by the policy and recorded for the command, and the host's own
-// proxy variables never reach the child.
-func TestSandboxEgressProxy(t *testing.T) {
+// egressEnv serves "PROXIED-OK" on a loopback port and enters a policy
+// whose one net rule allows that port, with curl and the shell tools
+// allowed and allowed calls recorded. The host's own proxy variable is
+// set, to show it never reaches a child.
+func egressEnv(t *testing.T) (*env, string) {
+	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
@@ -305,13 +306,20 @@ func TestSandboxEgressProxy(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	t.Setenv("HTTP_PROXY", "http://host-proxy.invalid:1")
-	t.Setenv("no_proxy", "*")
-
 	tools := shellTools
 	tools.Rules = append(allow("curl"), tools.Rules...)
 	spec := policy.Spec{Exec: tools}
 	spec.Net.Rules = []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{port}}}
-	e := sandboxEnv(t, spec, audit.WithLogAllows())
+	return sandboxEnv(t, spec, audit.WithLogAllows()), port
+}
+
+// TestSandboxEgressProxy: with net rules, the child's only route out is
+// the egress proxy the proxy variables name; each request through it is
+// decided by the policy and recorded for the command, and the host's own
+// proxy variables never reach the child.
+func TestSandboxEgressProxy(t *testing.T) {
+	e, port := egressEnv(t)
+	t.Setenv("no_proxy", "*")
 	// The allowed server through the proxy (curl reads http_proxy), a
 	// loopback address no rule allows, and the variables the child sees.
 	out, err, c := runScript(t, e, `

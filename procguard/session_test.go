@@ -3,11 +3,6 @@ package procguard_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"os/exec"
-	"strconv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,24 +105,7 @@ func TestSessionCommandsAsTheirOwn(t *testing.T) {
 // decided and recorded with that command, an address no rule allows is
 // refused in either, and the proxy of an ended command serves no one.
 func TestSessionEgressPerCommand(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl not installed")
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "PROXIED-OK")
-	}), ReadHeaderTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	t.Setenv("HTTP_PROXY", "http://host-proxy.invalid:1")
-
-	tools := shellTools
-	tools.Rules = append(allow("curl"), tools.Rules...)
-	spec := policy.Spec{Exec: tools}
-	spec.Net.Rules = []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{port}}}
-	e := sandboxEnv(t, spec, audit.WithLogAllows())
+	e, port := egressEnv(t)
 	s := &procguard.Session{}
 	defer s.Close()
 	var pids []int
