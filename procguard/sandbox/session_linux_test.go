@@ -336,3 +336,45 @@ func TestSessionConcurrentUse(t *testing.T) {
 		return true
 	})
 }
+
+// TestSessionNoLeaks: a session that ran commands (one killed, so its
+// sandbox was rebuilt) and was closed leaves no descriptor, goroutine-held
+// socket or child behind.
+func TestSessionNoLeaks(t *testing.T) {
+	SetPrewarm(false)
+	defer SetPrewarm(true)
+	dir := realDir(t)
+	run(t, shSpec(t, dir, `true`), Stdio{}) // first use starts the keeper threads
+	before := fdCount(t)
+	var s Session
+	for i := range 4 {
+		spec := shSpec(t, dir, `echo x; echo y >&2`)
+		if i == 2 {
+			spec = shSpec(t, dir, `exec sleep 30`)
+		}
+		var out bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		l, err := s.Start(ctx, spec, Stdio{Stdin: strings.NewReader("z"), Stdout: &out, Stderr: &out, WaitDelay: 5 * time.Second}, nil)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		if i == 2 && !l.Kill() { // the host kills it: the sandbox goes
+			t.Error("Kill of a running session command did nothing")
+		}
+		_, err = l.Wait()
+		cancel()
+		if i != 2 && err != nil {
+			t.Fatalf("command %d: %v\n%s", i, err, &out)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := fdCount(t); after != before {
+		t.Errorf("descriptors: %d before, %d after", before, after)
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("children left: %v", kids)
+	}
+}
