@@ -621,29 +621,41 @@ func TestHostProcessLimitCountsTree(t *testing.T) {
 // TestScopeReleaseKillsChildren: releasing the scope a command was started
 // in kills its whole tree; Wait reports audit.ErrScopeClosed.
 func TestScopeReleaseKillsChildren(t *testing.T) {
-	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
-	g := audit.From(e.ctx).Guard()
-	ctx, release, err := g.Enter(e.ctx)
-	must(t, err)
-	c := procguard.CommandContext(ctx, "sh", "-c", "setsid sleep 60 & sleep 60")
-	c.Dir = e.dir
-	c.Timeout = 20 * time.Second
-	must(t, c.Start())
-	release()
-	done := make(chan error, 1)
-	go func() { done <- c.Wait() }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, audit.ErrScopeClosed) {
-			t.Fatalf("err %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("release did not kill the command")
-	}
-	if sb := c.Confinement.Sandbox; sb != nil {
-		if m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
-			t.Fatalf("survivors: %v", m)
-		}
+	for _, session := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own sandbox", true: "session"}[session], func(t *testing.T) {
+			e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+			g := audit.From(e.ctx).Guard()
+			ctx, release, err := g.Enter(e.ctx)
+			must(t, err)
+			c := procguard.CommandContext(ctx, "sh", "-c", "setsid sleep 60 & sleep 60")
+			c.Dir = e.dir
+			c.Timeout = 20 * time.Second
+			if session {
+				c.Session = &procguard.Session{}
+				defer c.Session.Close()
+			}
+			must(t, c.Start())
+			start := time.Now()
+			release() // returns once the command is killed
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("release took %v", d)
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, audit.ErrScopeClosed) {
+					t.Fatalf("err %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("release did not kill the command")
+			}
+			if sb := c.Confinement.Sandbox; sb != nil {
+				if m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
+					t.Fatalf("survivors: %v", m)
+				}
+			}
+		})
 	}
 }
 

@@ -252,13 +252,16 @@ func (l *Launch) Kill() bool {
 	return l.Process.Kill() == nil
 }
 
-// Ended reports whether a session's command is over (its Wait has its
-// end); for a command with a sandbox of its own, whether init exited.
+// Ended reports whether the command is over: its init exited, or, for a
+// session's command, its Wait has its end.
 func (l *Launch) Ended() bool {
 	if s := l.s; s != nil {
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.cur != l
+		over := s.cur != l
+		s.mu.Unlock()
+		if over {
+			return true
+		}
 	}
 	var info unix.Siginfo
 	err := unix.Waitid(unix.P_PID, l.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
