@@ -115,3 +115,38 @@ func ExampleCommandContext_childFileCalls() {
 	//   bash write notes.txt allowed
 	//   bash write build.lock denied
 }
+
+// Commands given a Session run one after another in one sandbox: the
+// first builds it, the next are forked from its init. Each is still
+// decided and confined on its own; a failed program's status comes back
+// as an error with an ExitCode (a *sandbox.ExitError, there being no
+// process of the host's to carry it; where no sandbox can be built, the
+// commands run without it and the error is an *exec.ExitError).
+func ExampleSession() {
+	work, _ := os.MkdirTemp("", "example-")
+	defer os.RemoveAll(work)
+	pol, _ := policy.New(policy.Spec{WriteRoots: []string{work}, Exec: policy.ExecSpec{Rules: []policy.ExecRule{
+		{Program: "sh"}, {Program: "echo"},
+	}}})
+	g, _ := audit.New(pol, audit.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	ctx, release, _ := g.Enter(context.Background())
+	defer release()
+
+	var session procguard.Session
+	defer session.Close()
+	for _, script := range []string{"echo one > f", "read x < f && echo got $x", "exit 3"} {
+		cmd := procguard.CommandContext(ctx, "sh", "-c", script)
+		cmd.Dir, cmd.Session = work, &session
+		out, err := cmd.Output()
+		var status interface{ ExitCode() int }
+		if errors.As(err, &status) {
+			fmt.Printf("%q: exit %d\n", script, status.ExitCode())
+			continue
+		}
+		fmt.Printf("%q: %q %v\n", script, out, err)
+	}
+	// Output:
+	// "echo one > f": "" <nil>
+	// "read x < f && echo got $x": "got one\n" <nil>
+	// "exit 3": exit 3
+}
