@@ -218,7 +218,7 @@ func execRows(e *env) ([]*row, error) {
 		},
 	}
 	parallel.sides = append(parallel.sides, &side{name: "sessions", prep: prep, skip: sbSkip,
-		op: parallelOp(func(g int) func() error { return inSessionOf(sessions[g]) }),
+		op:   parallelOp(func(g int) func() error { return inSessionOf(sessions[g]) }),
 		note: "each goroutine runs its starts in a procguard.Session of its own"})
 	parallel.cleanup = func() {
 		for _, s := range sessions {
