@@ -66,7 +66,7 @@ type trampoline struct {
 	msgs     chan message  // the status stream after "ready"
 	readers  sync.WaitGroup
 	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
-	session  bool                                 // init keeps the sandbox after an "exit" (Session)
+	session  atomic.Bool                          // init keeps the sandbox after an "exit" (Session); set before the spec is sent
 	exits    chan *Exit                           // a session's "exit" messages
 	last     atomic.Bool                          // a session's sandbox ends with its command (message.Last)
 	gone     chan struct{}                        // closed when the status stream ended
@@ -175,7 +175,7 @@ func (t *trampoline) readStatus() {
 			continue
 		case "exit":
 			t.exit = m.Exit
-			if t.session && m.Exit != nil {
+			if t.session.Load() && m.Exit != nil {
 				if m.Last {
 					t.last.Store(true)
 				}
@@ -461,7 +461,7 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 		if s.next, next, err = socketPair("sandbox-session"); err == nil {
 			files = append(files, next)
 			ws.Session = true
-			t.session = true
+			t.session.Store(true)
 		}
 	}
 	if err == nil {
