@@ -245,6 +245,9 @@ func (c *Cmd) startInSession(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 	spec.TreeCgroups = files
 	l, err := c.Session.sb.Start(c.ctx, spec, stdio, c.dialForward)
 	spec.TreeCgroups = nil
+	if err == nil {
+		c.Session.track(audit.From(c.ctx))
+	}
 	return l, err
 }
 

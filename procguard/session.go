@@ -1,6 +1,11 @@
 package procguard
 
-import "github.com/auditguard/auditguard/procguard/sandbox"
+import (
+	"sync"
+
+	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/procguard/sandbox"
+)
 
 // A Session runs the commands given it (Cmd.Session) one after another in
 // one sandbox, so a shell session, a test runner or an agent's tool loop
@@ -29,9 +34,60 @@ import "github.com/auditguard/auditguard/procguard/sandbox"
 //     other side) gets a sandbox of its own; one whose policy differs (a
 //     reload) ends the session's sandbox and builds a new one.
 //
-// The zero value is ready to use; Close ends the sandbox. A Session is safe
-// for concurrent use.
-type Session struct{ sb sandbox.Session }
+// Between commands the sandbox is one idle process. It ends with Close,
+// and with the release of any guard scope a command of the session ran
+// in (the session stays usable: its next command builds a new sandbox).
+// The zero value is ready to use. A Session is safe for concurrent use.
+type Session struct {
+	sb     sandbox.Session
+	mu     sync.Mutex
+	scopes map[*audit.Scope]*sessionRelease
+}
 
 // Close ends the session's sandbox, killing a command that runs in it.
-func (s *Session) Close() error { return s.sb.Close() }
+func (s *Session) Close() error {
+	s.mu.Lock()
+	scopes := s.scopes
+	s.scopes = nil
+	s.mu.Unlock()
+	for scope, r := range scopes {
+		scope.Untrack(r)
+	}
+	return s.sb.Close()
+}
+
+// track makes the release of scope end the session's sandbox, once per
+// scope.
+func (s *Session) track(scope *audit.Scope) {
+	if scope == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.scopes[scope] != nil {
+		return
+	}
+	r := &sessionRelease{s: s, scope: scope}
+	if scope.TrackCleanup(r) == nil {
+		if s.scopes == nil {
+			s.scopes = map[*audit.Scope]*sessionRelease{}
+		}
+		s.scopes[scope] = r
+	}
+}
+
+// sessionRelease is what a scope's release runs for a session one of its
+// commands ran in: the sandbox ends, the session stays.
+type sessionRelease struct {
+	s     *Session
+	scope *audit.Scope
+}
+
+func (r *sessionRelease) Close() error {
+	r.s.mu.Lock()
+	if r.s.scopes[r.scope] == r {
+		delete(r.s.scopes, r.scope)
+	}
+	r.s.mu.Unlock()
+	return r.s.sb.Reset()
+}

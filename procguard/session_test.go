@@ -133,3 +133,42 @@ curl -sS -f --max-time 10 "http://127.0.0.2:$p/" || echo DENIED-BY-PROXY`, port,
 		t.Errorf("the second command ran in a new sandbox (init %d, then %d)", pids[0], pids[1])
 	}
 }
+
+// TestSessionEndsWithScope: the release of a scope a session's command
+// ran in ends the session's sandbox (no idle init outlives the scope),
+// and the session stays usable: a command in another scope builds a new
+// sandbox.
+func TestSessionEndsWithScope(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	g := audit.From(e.ctx).Guard()
+	s := &procguard.Session{}
+	defer s.Close()
+	inScope := func() (context.Context, func()) {
+		ctx, release, err := g.Enter(context.Background())
+		must(t, err)
+		return ctx, release
+	}
+	ctx, release := inScope()
+	c := procguard.CommandContext(ctx, "true")
+	c.Dir, c.Session = e.dir, s
+	must(t, c.Run())
+	if c.Confinement.Sandbox == nil {
+		t.Skipf("no sandbox: %s", c.Confinement.SandboxNote)
+	}
+	first := c.Process.Pid
+	if !proctree.Alive(first) {
+		t.Fatalf("the session's init %d is gone before its scope ended", first)
+	}
+	release()
+	if proctree.Alive(first) {
+		t.Errorf("the session's init %d outlived the release of the scope its command ran in", first)
+	}
+	ctx, release = inScope()
+	defer release()
+	c = procguard.CommandContext(ctx, "true")
+	c.Dir, c.Session = e.dir, s
+	must(t, c.Run())
+	if c.Process.Pid == first {
+		t.Errorf("the command after the release ran in the ended sandbox")
+	}
+}

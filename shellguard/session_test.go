@@ -482,6 +482,9 @@ func TestProgramsShareOneSandbox(t *testing.T) {
 	if ids[0] != ids[1] {
 		t.Errorf("two programs of a call ran in two sandboxes: %v", ids)
 	}
+	if next := ns(run(t, s, `ls -l /proc/self/ns/pid`).Stdout); len(next) != 1 || next[0] != ids[0] {
+		t.Errorf("the next call's program ran in %v, not the session's sandbox %s", next, ids[0])
+	}
 	res, err := s.Run(context.Background(), `sleep 30`)
 	if err != nil || !res.TimedOut {
 		t.Fatalf("timed-out call: %v %+v", err, res)

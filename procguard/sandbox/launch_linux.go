@@ -65,14 +65,20 @@ type trampoline struct {
 	notReady *message      // set before ready closes when init failed or died instead
 	msgs     chan message  // the status stream after "ready"
 	readers  sync.WaitGroup
-	exit     *Exit                                // from the stream's "exit" message; read after readers.Wait
-	session  atomic.Bool                          // init keeps the sandbox after an "exit" (Session); set before the spec is sent
-	exits    chan *Exit                           // a session's "exit" messages
-	last     atomic.Bool                          // a session's sandbox ends with its command (message.Last)
-	gone     chan struct{}                        // closed when the status stream ended
-	crash    []byte                               // lines of the stream that are not messages: init's runtime dying
-	judge    atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
-	judgeX   atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
+	exit     *Exit         // from the stream's "exit" message; read after readers.Wait
+	session  atomic.Bool   // init keeps the sandbox after an "exit" (Session); set before the spec is sent
+	exits    chan *Exit    // a session's "exit" messages
+	last     atomic.Bool   // a session's sandbox ends with its command (message.Last)
+	gone     chan struct{} // closed when the status stream ended
+	// A session's sandbox (Session) also has the host's end of the socket
+	// its later commands go on, and its forwarders, which outlive each
+	// command.
+	next      *os.File
+	fwdCancel context.CancelFunc
+	fwd       sync.WaitGroup
+	crash     []byte                               // lines of the stream that are not messages: init's runtime dying
+	judge     atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
+	judgeX    atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
 }
 
 // newTrampoline re-executes the host binary as a sandbox init. It returns
@@ -458,7 +464,7 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 	}
 	if err == nil && s != nil {
 		var next *os.File
-		if s.next, next, err = socketPair("sandbox-session"); err == nil {
+		if t.next, next, err = socketPair("sandbox-session"); err == nil {
 			files = append(files, next)
 			ws.Session = true
 			t.session.Store(true)
@@ -486,7 +492,7 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 		fctx, cancel := context.WithCancel(context.Background())
 		fwd := &l.fwd
 		if s != nil {
-			s.cancel, fwd = cancel, &s.fwd
+			t.fwdCancel, fwd = cancel, &t.fwd
 		} else {
 			l.cancel = cancel
 		}

@@ -53,6 +53,9 @@ func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Diale
 // Close does nothing outside Linux.
 func (s *Session) Close() error { return nil }
 
+// Reset does nothing outside Linux.
+func (s *Session) Reset() error { return nil }
+
 // Kill reports false outside Linux.
 func (l *Launch) Kill() bool { return false }
 

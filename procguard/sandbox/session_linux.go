@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -52,10 +51,7 @@ type Session struct {
 	cur    *Launch // the command that runs, once started
 	closed bool
 
-	next   *os.File               // host end of the socket later commands go on
-	dial   atomic.Pointer[Dialer] // the running command's dialer
-	cancel context.CancelFunc     // ends the forwarders
-	fwd    sync.WaitGroup
+	dial atomic.Pointer[Dialer] // the running command's dialer
 }
 
 // ErrSessionBusy is returned by Session.Start while a command of the
@@ -142,7 +138,7 @@ func (s *Session) startNext(ctx context.Context, t *trampoline, spec *Spec, stdi
 		files, err = appendExtra(stdio, &ws, files)
 	}
 	if err == nil {
-		err = sendSpec(s.next, &ws, files)
+		err = sendSpec(t.next, &ws, files)
 	}
 	for _, f := range files {
 		f.Close()
@@ -180,15 +176,13 @@ func (s *Session) detach() *trampoline {
 func (s *Session) end(t *trampoline) {
 	_ = t.proc.Kill()
 	_, _ = t.proc.Wait()
-	if s.cancel != nil {
-		s.cancel()
-		s.cancel = nil
+	if t.fwdCancel != nil {
+		t.fwdCancel()
 	}
-	s.fwd.Wait()
+	t.fwd.Wait()
 	t.close()
-	if s.next != nil {
-		s.next.Close()
-		s.next = nil
+	if t.next != nil {
+		t.next.Close()
 	}
 	go refill(t.hostNet)
 }
@@ -198,6 +192,14 @@ func (s *Session) end(t *trampoline) {
 func (s *Session) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	s.mu.Unlock()
+	return s.Reset()
+}
+
+// Reset ends the session's sandbox as Close does, but the session stays
+// usable: its next command builds a new sandbox.
+func (s *Session) Reset() error {
+	s.mu.Lock()
 	t := s.t
 	busy := s.busy
 	if !busy {
