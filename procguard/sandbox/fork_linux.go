@@ -82,8 +82,8 @@ func (st *initState) forkTarget(ts *targetState) error {
 	}
 	// Where the supervisor will hold the target's first exec, it sets the
 	// rlimits there; otherwise a ptrace stop at the exec does.
-	st.rlimitsAtExec = st.listener >= 0 && st.spec.ExecJudged && len(st.spec.Rlimits) > 0
-	st.cmd.Store(&command{env: st.spec.Env, rlimits: st.spec.Rlimits, rlimitsAtExec: st.rlimitsAtExec, tree: st.treeProcs})
+	atExec := st.listener >= 0 && st.spec.ExecJudged && len(st.spec.Rlimits) > 0
+	st.cmd.Store(&command{env: st.spec.Env, rlimits: st.spec.Rlimits, rlimitsAtExec: atExec, tree: st.treeProcs})
 	env := st.spec.Env
 	if env == nil {
 		env = []string{} // nil would hand the target init's environment
@@ -93,7 +93,7 @@ func (st *initState) forkTarget(ts *targetState) error {
 	}
 	// Without the supervisor holding the first exec, a ptrace stop there
 	// sets the rlimits and puts the target in the tree's cgroup.
-	trace := len(st.spec.Rlimits) > 0 && !st.rlimitsAtExec || len(st.treeProcs) > 0 && st.execs == nil
+	trace := len(st.spec.Rlimits) > 0 && !atExec || len(st.treeProcs) > 0 && st.execs == nil
 	if st.execs != nil {
 		// The target's exec is trapped while this thread waits in the
 		// vfork without a system call the runtime can see, so it answers
@@ -197,6 +197,6 @@ func joinCgroups(procs []*os.File, pid int) error {
 type command struct {
 	env           []string   // the target's environment (ExecCall.Set is what a child adds)
 	rlimits       []Rlimit   // set while the first exec is held, with rlimitsAtExec
-	rlimitsAtExec bool       // see initState.rlimitsAtExec
+	rlimitsAtExec bool       // the supervisor holds the first exec: no ptrace stop
 	tree          []*os.File // the tree cgroups' cgroup.procs
 }

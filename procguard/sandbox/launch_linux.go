@@ -70,12 +70,12 @@ type trampoline struct {
 	exits    chan *Exit    // a session's "exit" messages
 	last     atomic.Bool   // a session's sandbox ends with its command (message.Last)
 	gone     chan struct{} // closed when the status stream ended
-	// A session's sandbox (Session) also has the host's end of the socket
-	// its later commands go on, and its forwarders, which outlive each
-	// command.
-	next      *os.File
+	// The forwarders of the sandbox's loopback ports (a session's outlive
+	// each command), and a session's host end of the socket its later
+	// commands go on.
 	fwdCancel context.CancelFunc
 	fwd       sync.WaitGroup
+	next      *os.File
 	crash     []byte                               // lines of the stream that are not messages: init's runtime dying
 	judge     atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
 	judgeX    atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
@@ -409,11 +409,9 @@ type Launch struct {
 	// Report is what the sandbox enforced.
 	Report *Report
 
-	t      *trampoline
-	s      *Session // the session whose sandbox runs it, if any
-	exit   *Exit
-	fwd    sync.WaitGroup
-	cancel context.CancelFunc
+	t    *trampoline
+	s    *Session // the session whose sandbox runs it, if any
+	exit *Exit
 
 	waitDelay time.Duration
 	copiers   sync.WaitGroup
@@ -486,19 +484,11 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 		return l.fail(&SetupError{Step: "send spec", Err: err})
 	}
 	if fwdHost != nil {
-		if s != nil {
-			dial = s.dialNow
-		}
 		fctx, cancel := context.WithCancel(context.Background())
-		fwd := &l.fwd
-		if s != nil {
-			t.fwdCancel, fwd = cancel, &t.fwd
-		} else {
-			l.cancel = cancel
-		}
-		fwd.Add(1)
+		t.fwdCancel = cancel
+		t.fwd.Add(1)
 		go func() {
-			defer fwd.Done()
+			defer t.fwd.Done()
 			defer fwdHost.Close()
 			_ = netfwd.Host(fctx, fwdHost, dial)
 		}()
@@ -603,9 +593,10 @@ func (l *Launch) started(ctx context.Context) (*Launch, error) {
 const startTimeout = 30 * time.Second
 
 // sendSpec hands the trampoline the target's descriptors (stdin, stdout,
-// stderr, ws.TreeJoins tree cgroup.procs files, the forwarding socket
-// if ws.Forwarder, the session's socket if ws.Session, then the extra files ws.Extra marks present) with an
-// 8-byte length, then the spec as JSON of that length.
+// stderr, ws.TreeJoins tree cgroup.procs files, the forwarding socket if
+// ws.Forwarder, the session's socket if ws.Session, then the extra files
+// ws.Extra marks present) with an 8-byte length, then the spec as JSON of
+// that length.
 func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
 	b, err := json.Marshal(ws)
 	if err != nil {
@@ -613,6 +604,9 @@ func sendSpec(ctl *os.File, ws *wireSpec, files []*os.File) error {
 	}
 	if len(ws.Extra) > maxExtraFiles {
 		return fmt.Errorf("%d extra files: at most %d cross into the sandbox", len(ws.Extra), maxExtraFiles)
+	}
+	if len(files) > maxSpecFiles {
+		return fmt.Errorf("%d descriptors: at most %d go with a spec", len(files), maxSpecFiles)
 	}
 	fds := make([]int, len(files))
 	for i, f := range files {
@@ -644,6 +638,11 @@ type wireSpec struct {
 // maxExtraFiles bounds the descriptors one spec may carry (SCM_RIGHTS
 // takes at most 253 per message).
 const maxExtraFiles = 200
+
+// maxSpecFiles bounds all the descriptors of one spec: stdio, a cgroup.procs
+// per controller (freezer, v2, pids, memory), the forwarding and session
+// sockets, and the extra files. recvSpec makes room for as many.
+const maxSpecFiles = 3 + 4 + 2 + maxExtraFiles
 
 // forceStage makes init start the target through the target stage, as it
 // does where the kernel refuses ptrace; set by tests only.
@@ -819,10 +818,7 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 	if l.s != nil {
 		l.s.finished(l.exit == nil || l.t.last.Load())
 	} else {
-		if l.cancel != nil {
-			l.cancel()
-		}
-		l.fwd.Wait()
+		l.t.stopForwarding()
 		l.t.close()
 		l.exit = l.t.exit
 		// The next command's trampoline starts once this one is over, so
@@ -864,6 +860,14 @@ func (l *Launch) awaitExit() *Exit {
 			return nil
 		}
 	}
+}
+
+// stopForwarding ends the sandbox's port forwarders and waits for them.
+func (t *trampoline) stopForwarding() {
+	if t.fwdCancel != nil {
+		t.fwdCancel()
+	}
+	t.fwd.Wait()
 }
 
 // close closes the host's ends of a trampoline that has been reaped and

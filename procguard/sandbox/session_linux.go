@@ -176,10 +176,7 @@ func (s *Session) detach() *trampoline {
 func (s *Session) end(t *trampoline) {
 	_ = t.proc.Kill()
 	_, _ = t.proc.Wait()
-	if t.fwdCancel != nil {
-		t.fwdCancel()
-	}
-	t.fwd.Wait()
+	t.stopForwarding()
 	t.close()
 	if t.next != nil {
 		t.next.Close()

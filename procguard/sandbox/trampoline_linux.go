@@ -77,11 +77,10 @@ type initState struct {
 	// confined: the command thread has taken on the targets' confinement
 	// (forkTarget), which a session's later targets inherit.
 	confined bool
-	// rlimitsAtExec: the rlimits are set when the supervisor holds the
-	// target's first exec (forkTarget); rlimitErr is why that failed.
-	rlimitsAtExec bool
-	rlimitErr     atomic.Pointer[error]
-	stage         bool // start the target through a target stage (tests)
+	// rlimitErr is why setting the rlimits failed while the supervisor
+	// held the target's first exec (command.rlimitsAtExec).
+	rlimitErr atomic.Pointer[error]
+	stage     bool // start the target through a target stage (tests)
 	// collectAtFirst: allocate enough to start collections while
 	// judging the target's first exec (tests).
 	collectAtFirst bool
@@ -419,7 +418,7 @@ func (st *initState) dropCommandFiles() {
 func recvSpec(fd int) (wireSpec, []*os.File, error) {
 	var ws wireSpec
 	var hdr [8]byte
-	oob := make([]byte, unix.CmsgSpace(4*(5+maxExtraFiles)))
+	oob := make([]byte, unix.CmsgSpace(4*maxSpecFiles))
 	n, oobn, _, _, err := unix.Recvmsg(fd, hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return ws, nil, os.NewSyscallError("recvmsg", err)
