@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/auditguard/auditguard/internal/benchhook"
 	"github.com/auditguard/auditguard/policy"
 	"github.com/auditguard/auditguard/procguard/sandbox"
 )
@@ -19,7 +20,10 @@ import (
 // the file-call supervisor (every create, write, delete, rename and link
 // resolved, judged and performed by the supervisor) and without it
 // (Spec.NoSeccomp), the same namespaces, mounts and policy otherwise. The
-// ratio is what the supervisor costs that work.
+// ratio is what the supervisor costs that work. The archive and loop rows
+// have a third side, the trap floor: the same calls trapped, each
+// answered at once with "go on" (benchhook.TrapFloor), which is what the
+// trap's round trip alone costs, under any supervisor of this design.
 
 // workloadFiles is how many files the archive row extracts and commits.
 const workloadFiles = 5000
@@ -50,7 +54,7 @@ func workloadRows(e *env) ([]*row, error) {
 // OnCall does (the trap, the round trip to the host for a call not seen
 // before, a report of a repeat, the check at the exec stop), and the same
 // without exec judgement.
-func execSides(dir, script string, env []string, prep func(int) error) (on, off *side, skip string) {
+func execSides(dir, script string, env []string, prep func(int) error) (on, off, floor *side, skip string) {
 	return workSides(dir, script, env, prep, func(spec *sandbox.Spec, on bool) {
 		if on {
 			// A host without OnCall: the policy alone allows, and the
@@ -63,28 +67,30 @@ func execSides(dir, script string, env []string, prep func(int) error) (on, off 
 			return errors.New("execs were not judged")
 		}
 		return nil
-	}, sideNames{"exec judged", "not judged",
+	}, sideNames{"exec judged", "not judged", "exec trap floor",
 		"in the sandbox, every exec judged by the host and checked at its exec stop",
 		"the same without exec judgement (file calls supervised on both sides)",
+		"the same, every trapped call (execs, and the loop's few file calls) answered at once with \"go on\", nothing read or judged: the trap's round trip alone",
 		"the sandbox does not judge execs here: "})
 }
 
 // sideNames name a workload row's two sides and say what they run.
-type sideNames struct{ on, off, onNote, offNote, skip string }
+type sideNames struct{ on, off, floor, onNote, offNote, floorNote, skip string }
 
 // workSides returns the two sides of a workload row: script run by sh in
 // dir (a write root) in the sandbox, set by configure for the side on or
 // off, each run checked by check. prep runs before each side's block,
 // untimed. The on side is run once first: where it fails, the row is
-// skipped with names.skip and the error.
+// skipped with names.skip and the error. floor is the on side with every
+// trapped call answered at once (benchhook.TrapFloor).
 func workSides(dir, script string, env []string, prep func(int) error,
-	configure func(*sandbox.Spec, bool), check func(*sandbox.Launch, bool) error, names sideNames) (on, off *side, skip string) {
+	configure func(*sandbox.Spec, bool), check func(*sandbox.Launch, bool) error, names sideNames) (on, off, floor *side, skip string) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		return nil, nil, "no sh"
+		return nil, nil, nil, "no sh"
 	}
 	sh, _ = filepath.EvalSymlinks(sh)
-	run := func(onSide bool) func(int) error {
+	run := func(onSide, floorSide bool) func(int) error {
 		return func(int) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*childTimeout)
 			defer cancel()
@@ -93,6 +99,12 @@ func workSides(dir, script string, env []string, prep func(int) error,
 				Files: []policy.Spec{{WriteRoots: []string{dir}, Home: dir}},
 			}
 			configure(spec, onSide)
+			if floorSide {
+				if benchhook.TrapFloor == nil {
+					return errors.New("no trap floor on this system")
+				}
+				benchhook.TrapFloor(spec)
+			}
 			var out bytes.Buffer
 			l, err := sandbox.Start(ctx, spec, sandbox.Stdio{Stdout: &out, Stderr: &out, WaitDelay: time.Second}, nil, nil)
 			if err != nil {
@@ -105,12 +117,13 @@ func workSides(dir, script string, env []string, prep func(int) error,
 			return check(l, onSide)
 		}
 	}
-	on = &side{name: names.on, prep: prep, op: run(true), note: "sh -c '" + script + "' " + names.onNote}
-	off = &side{name: names.off, prep: prep, op: run(false), note: names.offNote}
+	on = &side{name: names.on, prep: prep, op: run(true, false), note: "sh -c '" + script + "' " + names.onNote}
+	off = &side{name: names.off, prep: prep, op: run(false, false), note: names.offNote}
+	floor = &side{name: names.floor, prep: prep, op: run(true, true), note: names.floorNote}
 	if err := on.op(0); err != nil {
-		return on, off, names.skip + err.Error()
+		return on, off, floor, names.skip + err.Error()
 	}
-	return on, off, ""
+	return on, off, floor, ""
 }
 
 // execLoopRow is a script that starts 1,000 short programs.
@@ -127,8 +140,8 @@ func execLoopRow(e *env) (*row, error) {
 	r := &row{group: "workload", call: fmt.Sprintf("sh loop starting %d short programs", n), base: "not judged",
 		n: 1, minRounds: 5, maxRounds: 40,
 		targets: []target{{side: "exec judged", vs: "not judged", maxRatio: 1.15, text: "<= 1.15x not judged"}}}
-	on, off, skip := execSides(dir, fmt.Sprintf("i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done", n), []string{"PATH=/usr/bin:/bin"}, nil)
-	r.sides, r.skip = []*side{off, on}, skip
+	on, off, floor, skip := execSides(dir, fmt.Sprintf("i=0; while [ $i -lt %d ]; do /bin/true; i=$((i+1)); done", n), []string{"PATH=/usr/bin:/bin"}, nil)
+	r.sides, r.skip = []*side{off, on, floor}, skip
 	r.cleanup = func() { _ = os.RemoveAll(dir) }
 	return r, nil
 }
@@ -136,15 +149,17 @@ func execLoopRow(e *env) (*row, error) {
 // sandboxSides returns the two sides of a workload row: script run by sh
 // in dir, a write root, with and without the supervisor (Spec.NoSeccomp).
 // prep runs before each side's block, untimed.
-func sandboxSides(dir, script string, env []string, prep func(int) error) (on, off *side, skip string) {
+func sandboxSides(dir, script string, env []string, prep func(int) error) (on, off, floor *side, skip string) {
 	return workSides(dir, script, env, prep, func(spec *sandbox.Spec, on bool) { spec.NoSeccomp = !on },
 		func(l *sandbox.Launch, on bool) error {
 			if on && !l.Report.Seccomp {
 				return errors.New("the supervisor did not run")
 			}
 			return nil
-		}, sideNames{"supervised", "unsupervised", "in the sandbox, file calls supervised",
-			"the same with Spec.NoSeccomp", "the sandbox does not run it here: "})
+		}, sideNames{"supervised", "unsupervised", "trap floor", "in the sandbox, file calls supervised",
+			"the same with Spec.NoSeccomp",
+			"the supervised sandbox with every trapped call answered at once with \"go on\", nothing read, judged or performed by the supervisor: the trap's round trip alone",
+			"the sandbox does not run it here: "})
 }
 
 // tarCommitRow extracts an archive of workloadFiles small files into a
@@ -200,8 +215,8 @@ func tarCommitRow(e *env) (*row, error) {
 	if err := prep(0); err != nil {
 		return nil, err
 	}
-	on, off, skip := sandboxSides(dir, "cd repo && tar -xf ../files.tar && git add -A && git commit -qm files", env, prep)
-	r.sides, r.skip = []*side{off, on}, skip
+	on, off, floor, skip := sandboxSides(dir, "cd repo && tar -xf ../files.tar && git add -A && git commit -qm files", env, prep)
+	r.sides, r.skip = []*side{off, on, floor}, skip
 	r.cleanup = func() { _ = os.RemoveAll(dir) }
 	return r, nil
 }
@@ -231,7 +246,7 @@ func goBuildJudgedRow(e *env) (*row, error) {
 	return goBuild(e, r, "workload-go-exec", execSides)
 }
 
-func goBuild(e *env, r *row, name string, sides func(dir, script string, env []string, prep func(int) error) (on, off *side, skip string)) (*row, error) {
+func goBuild(e *env, r *row, name string, sides func(dir, script string, env []string, prep func(int) error) (on, off, floor *side, skip string)) (*row, error) {
 	dir, err := e.mkdir(name)
 	if err != nil {
 		return nil, err
@@ -270,7 +285,7 @@ func goBuild(e *env, r *row, name string, sides func(dir, script string, env []s
 		r.skip = fmt.Sprintf("go build does not run here: %v: %s", err, out)
 		return r, nil
 	}
-	on, off, skip := sides(dir, "cd mod && go build -o ../out .", env, prep)
+	on, off, _, skip := sides(dir, "cd mod && go build -o ../out .", env, prep)
 	r.sides, r.skip = []*side{off, on}, skip
 	r.cleanup = func() { _ = os.RemoveAll(dir) }
 	return r, nil

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/auditguard/auditguard/internal/benchhook"
 	"github.com/auditguard/auditguard/procguard/internal/netfwd"
 	"github.com/auditguard/auditguard/procguard/internal/thread"
 )
@@ -447,7 +448,7 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 	}
 	l.setJudges(spec)
 	files, err := l.stdioFiles(stdio)
-	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst}
+	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst, TrapFloor: spec.trapFloor}
 	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
 	ws.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
 	if err == nil {
@@ -633,6 +634,7 @@ type wireSpec struct {
 	Extra          []bool `json:"extra,omitempty"`      // per extra file: sent (true) or nil
 	ForceStage     bool   `json:"force_stage,omitempty"`
 	CollectAtFirst bool   `json:"collect_at_first,omitempty"`
+	TrapFloor      bool   `json:"trap_floor,omitempty"` // Spec.trapFloor
 }
 
 // maxExtraFiles bounds the descriptors one spec may carry (SCM_RIGHTS
@@ -647,6 +649,11 @@ const maxSpecFiles = 3 + 4 + 2 + maxExtraFiles
 // forceStage makes init start the target through the target stage, as it
 // does where the kernel refuses ptrace; set by tests only.
 var forceStage bool
+
+func init() {
+	// The benchmark table's floor sides (see Spec.trapFloor).
+	benchhook.TrapFloor = func(spec any) { spec.(*Spec).trapFloor = true }
+}
 
 // collectAtFirst makes init's supervisor allocate enough to start garbage
 // collections while it judges the target's first exec; set by tests only.

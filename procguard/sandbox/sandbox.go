@@ -107,6 +107,12 @@ type Spec struct {
 	// commands name all of their cgroups here: init, which outlives each,
 	// joins none of them.
 	TreeCgroups []*os.File `json:"-"`
+
+	// trapFloor makes the supervisor answer every trapped call at once,
+	// unread and unjudged: the benchmark table's floor sides set it
+	// (internal/benchhook.TrapFloor) to weigh the trap's round trip
+	// alone. It protects no more than NoSeccomp.
+	trapFloor bool
 }
 
 // ExecCall is one program a process of the sandbox starts, as the host's

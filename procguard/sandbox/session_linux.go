@@ -233,6 +233,9 @@ func sessionKey(spec *Spec) (string, error) {
 	shared.AskHost = spec.Judge != nil || spec.JudgeExec != nil
 	shared.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
 	b, err := json.Marshal(shared)
+	if spec.trapFloor {
+		b = append(b, " floor"...) // never the sandbox of a judged command
+	}
 	return string(b), err
 }
 

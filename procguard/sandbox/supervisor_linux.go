@@ -60,6 +60,7 @@ func (st *initState) serveSeccomp(listener int) {
 		// No process of the sandbox holds a capability or can make a
 		// user namespace to regain one: none can chroot.
 		FixedRoot: st.report.NoUserNamespaces,
+		Floor:     st.trapFloor,
 		Confine: func() error {
 			if st.spec.Landlock == nil {
 				return nil

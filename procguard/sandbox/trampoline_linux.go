@@ -84,6 +84,7 @@ type initState struct {
 	// collectAtFirst: allocate enough to start collections while
 	// judging the target's first exec (tests).
 	collectAtFirst bool
+	trapFloor      bool // answer every trapped call at once (Spec.trapFloor)
 	status         *os.File
 	sendMu         sync.Mutex // one status line at a time
 	ctl            *os.File   // the control socket, kept to read judgements (Spec.AskHost)
@@ -319,7 +320,7 @@ func readSpec(st *initState) error {
 	if err != nil {
 		return err
 	}
-	st.spec, st.stage, st.collectAtFirst = ws.Spec, ws.ForceStage, ws.CollectAtFirst
+	st.spec, st.stage, st.collectAtFirst, st.trapFloor = ws.Spec, ws.ForceStage, ws.CollectAtFirst, ws.TrapFloor
 	if st.stdio, files, err = st.takeFiles(&ws, files); err != nil {
 		return err
 	}
