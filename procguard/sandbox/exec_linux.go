@@ -53,6 +53,7 @@ type execs struct {
 	base    map[string]bool      // the command's own environment entries
 	// Buffers for the proc files read for every exec.
 	statBuf, cmdBuf, envBuf []byte
+	noPidfdInfo             bool // the kernel has no PIDFD_GET_INFO: parent reads stat
 	// allowed holds the execs the host allowed and said it would allow
 	// again without asking (judgement.Cache), by ExecCall.key.
 	allowed map[string]bool
@@ -282,11 +283,28 @@ func envInterpreter(x *seccomp.Exec) string {
 	return ""
 }
 
-// parent reads a thread's parent process id from /proc/<tid>/stat (the
-// field after the command name, which may hold anything, and the state).
-// stat is about half the cost of status here, and the exec path reads it
-// for every exec.
+// parent finds a thread's parent process id: from a pidfd of the thread
+// (PIDFD_GET_INFO, Linux 6.13), which reads a few fields of the task,
+// else from /proc/<tid>/stat (the field after the command name, which may
+// hold anything, and the state), which the kernel fills with the task's
+// memory and scheduling figures as well: the exec path asks for every
+// exec.
 func (x *execs) parent(tid int) (ppid int, ok bool) {
+	if !x.noPidfdInfo {
+		// PIDFD_THREAD (Linux 6.9) for a thread that is not its
+		// process's leader; the info's ppid is its process's parent.
+		if fd, err := unix.PidfdOpen(tid, unix.O_EXCL); err == nil {
+			info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
+			err := unix.IoctlPidfdInfo(fd, &info)
+			unix.Close(fd)
+			if err == nil && info.Mask&unix.PIDFD_INFO_PID != 0 {
+				return int(info.Ppid), true
+			}
+			if err == unix.ENOTTY || err == unix.EINVAL {
+				x.noPidfdInfo = true // an older kernel: stat from now on
+			}
+		}
+	}
 	b := x.readProc("/proc/"+strconv.Itoa(tid)+"/stat", &x.statBuf)
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {

@@ -6,11 +6,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/auditguard/auditguard/policy"
 )
@@ -327,5 +330,28 @@ func TestCollectionAtFirstExec(t *testing.T) {
 	}
 	if got := stdout.String(); got != "first-ran\nsecond-ran\n" {
 		t.Errorf("output %q", got)
+	}
+}
+
+// TestParentBothWays checks that an exec's parent is found the same from
+// a pidfd (PIDFD_GET_INFO) and, where the kernel has none, from
+// /proc/<tid>/stat, for a process's leader and for another of its threads.
+func TestParentBothWays(t *testing.T) {
+	done := make(chan struct{})
+	tids := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tids <- unix.Gettid()
+		<-done
+	}()
+	defer close(done)
+	for _, tid := range []int{os.Getpid(), <-tids} {
+		for _, stat := range []bool{false, true} {
+			x := &execs{noPidfdInfo: stat}
+			if ppid, ok := x.parent(tid); !ok || ppid != os.Getppid() {
+				t.Errorf("tid %d, stat only %v: parent %d %v, want %d", tid, stat, ppid, ok, os.Getppid())
+			}
+		}
 	}
 }
