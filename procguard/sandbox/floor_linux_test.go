@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/auditguard/auditguard/internal/benchhook"
 )
 
@@ -46,6 +48,14 @@ func TestTrapFloor(t *testing.T) {
 		if n := asked.Load(); (n == 0) != floor {
 			t.Errorf("floor=%v: the exec judge was asked %d times", floor, n)
 		}
+	}
+	// Init sets these at the target's first exec, which a floor lets go.
+	limited := shSpec(t, t.TempDir(), "true")
+	limited.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NOFILE, Name: "nofile", Value: 64}}
+	benchhook.TrapFloor(limited)
+	if l, err := Start(t.Context(), limited, Stdio{}, nil, nil); err == nil {
+		_, _ = l.Wait()
+		t.Error("a floor sandbox with rlimits started")
 	}
 	spec := shSpec(t, t.TempDir(), "true")
 	plain, err := sessionKey(spec)

@@ -447,6 +447,11 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 		}
 	}
 	l.setJudges(spec)
+	if spec.trapFloor && (len(spec.Rlimits) > 0 || len(spec.TreeCgroups) > 0) {
+		// Init applies these while it holds the target's first exec,
+		// which a floor's supervisor lets go unread.
+		return l.fail(&SetupError{Step: "spec", Err: errors.New("a trap floor sandbox takes no rlimits or tree cgroups")})
+	}
 	files, err := l.stdioFiles(stdio)
 	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst, TrapFloor: spec.trapFloor}
 	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
