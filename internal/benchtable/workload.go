@@ -20,10 +20,10 @@ import (
 // the file-call supervisor (every create, write, delete, rename and link
 // resolved, judged and performed by the supervisor) and without it
 // (Spec.NoSeccomp), the same namespaces, mounts and policy otherwise. The
-// ratio is what the supervisor costs that work. The archive and loop rows
-// have a third side, the trap floor: the same calls trapped, each
-// answered at once with "go on" (benchhook.TrapFloor), which is what the
-// trap's round trip alone costs, under any supervisor of this design.
+// ratio is what the supervisor costs that work. Every row has a third
+// side, the trap floor: the same calls trapped, each answered at once with
+// "go on" (benchhook.TrapFloor), which is what the trap's round trip alone
+// costs, under any supervisor of this design.
 
 // workloadFiles is how many files the archive row extracts and commits.
 const workloadFiles = 5000
@@ -70,7 +70,7 @@ func execSides(dir, script string, env []string, prep func(int) error) (on, off,
 	}, sideNames{"exec judged", "not judged", "exec trap floor",
 		"in the sandbox, every exec judged by the host and checked at its exec stop",
 		"the same without exec judgement (file calls supervised on both sides)",
-		"the same, every trapped call (execs, and the loop's few file calls) answered at once with \"go on\", nothing read or judged: the trap's round trip alone",
+		"the same, every trapped call (execs and file calls) answered at once with \"go on\", nothing read or judged: the trap's round trip alone",
 		"the sandbox does not judge execs here: "})
 }
 
@@ -285,8 +285,8 @@ func goBuild(e *env, r *row, name string, sides func(dir, script string, env []s
 		r.skip = fmt.Sprintf("go build does not run here: %v: %s", err, out)
 		return r, nil
 	}
-	on, off, _, skip := sides(dir, "cd mod && go build -o ../out .", env, prep)
-	r.sides, r.skip = []*side{off, on}, skip
+	on, off, floor, skip := sides(dir, "cd mod && go build -o ../out .", env, prep)
+	r.sides, r.skip = []*side{off, on, floor}, skip
 	r.cleanup = func() { _ = os.RemoveAll(dir) }
 	return r, nil
 }
