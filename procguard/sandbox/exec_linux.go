@@ -293,16 +293,17 @@ func (x *execs) parent(tid int) (ppid int, ok bool) {
 	if !x.noPidfdInfo {
 		// PIDFD_THREAD (Linux 6.9) for a thread that is not its
 		// process's leader; the info's ppid is its process's parent.
-		if fd, err := unix.PidfdOpen(tid, unix.O_EXCL); err == nil {
+		fd, err := unix.PidfdOpen(tid, unix.O_EXCL)
+		if err == nil {
 			info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
-			err := unix.IoctlPidfdInfo(fd, &info)
+			err = unix.IoctlPidfdInfo(fd, &info)
 			unix.Close(fd)
 			if err == nil && info.Mask&unix.PIDFD_INFO_PID != 0 {
 				return int(info.Ppid), true
 			}
-			if err == unix.ENOTTY || err == unix.EINVAL {
-				x.noPidfdInfo = true // an older kernel: stat from now on
-			}
+		}
+		if err == unix.ENOTTY || err == unix.EINVAL {
+			x.noPidfdInfo = true // an older kernel: stat from now on
 		}
 	}
 	b := x.readProc("/proc/"+strconv.Itoa(tid)+"/stat", &x.statBuf)
