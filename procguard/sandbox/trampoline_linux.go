@@ -129,6 +129,7 @@ var warmSteps = []step{
 	{"no user namespaces", noUserNamespaces},
 	{"loopback", loopback},
 	{"prime", primeCodecs},
+	{"prime policy", primePolicy},
 }
 
 // initSteps run once the spec is there, in this order:
@@ -515,6 +516,14 @@ func primeCodecs(*initState) error {
 		return err
 	}
 	_, err = json.Marshal(message{Report: &Report{Masked: []string{""}}, Exit: &Exit{}})
+	return err
+}
+
+// primePolicy builds a policy once before the spec comes, so that the
+// code and tables loadPolicies needs are loaded while the trampoline waits
+// in the pool rather than while a command starts.
+func primePolicy(*initState) error {
+	_, err := policy.New(policy.Spec{Home: "/", WriteRoots: []string{"/"}, ReadDeny: []string{"*.pem", "/nonexistent/x"}})
 	return err
 }
 
