@@ -355,3 +355,43 @@ func TestParentBothWays(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvScriptTarget runs a target that is a "#!/usr/bin/env sh" script:
+// the supervisor reads its first exec, so the sh that env starts next is
+// judged as the script's interpreter (ExecCall.InterpreterOf).
+func TestEnvScriptTarget(t *testing.T) {
+	if ok, why := ExecJudgeable(); !ok {
+		t.Skip(why)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "run.sh")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env sh\necho ran > out.txt\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := shSpec(t, dir, "")
+	spec.Path, spec.Args, spec.Env = script, []string{"run.sh"}, []string{"PATH=/usr/bin:/bin"}
+	var mu sync.Mutex
+	var of []string
+	spec.JudgeExec = func(ec *ExecCall) bool {
+		mu.Lock()
+		of = append(of, ec.InterpreterOf)
+		mu.Unlock()
+		return true
+	}
+	var out bytes.Buffer
+	l, st, err := run(t, spec, Stdio{Stdout: &out, Stderr: &out})
+	if err != nil || !st.Success() {
+		t.Fatalf("%v %v: %s", st, err, out.Bytes())
+	}
+	if !l.Report.Exec {
+		t.Skip("execs are not judged here")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out.txt")); err != nil || string(b) != "ran\n" {
+		t.Fatalf("the script did not run: %q %v", b, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(of, script) {
+		t.Errorf("no exec was judged as the interpreter of %s: %q", script, of)
+	}
+}
