@@ -12,11 +12,22 @@ import (
 
 // BenchmarkTrappedOpen compares openat(O_CREAT|O_WRONLY) of an existing
 // file made raw (an unfiltered thread) and trapped (a filtered thread,
-// Serve answering with the test policy). Each iteration makes a block of
-// each, alternating which goes first, so both see the same load; ns/op is
-// the iteration (both blocks and two channel hand-offs). The metrics are
-// per open.
+// Serve answering with the test policy, or for "floor" answering every
+// call at once with "go on", Handler.Floor: the round trip alone). Each
+// iteration makes a block of each, alternating which goes first, so both
+// see the same load; ns/op is the iteration (both blocks and two channel
+// hand-offs). The metrics are per open.
 func BenchmarkTrappedOpen(b *testing.B) {
+	for _, floor := range []bool{false, true} {
+		name := "supervised"
+		if floor {
+			name = "floor"
+		}
+		b.Run(name, func(b *testing.B) { benchTrappedOpen(b, floor) })
+	}
+}
+
+func benchTrappedOpen(b *testing.B, floor bool) {
 	const block = 64
 	name := realTempDir(b) + "/f"
 	if err := os.WriteFile(name, nil, 0o644); err != nil {
@@ -44,7 +55,7 @@ func BenchmarkTrappedOpen(b *testing.B) {
 		}
 	})
 	stop := newStopper()
-	wait := serve(b, listener, stop, protect)
+	wait := serveWith(b, listener, stop, Handler{Decide: protect, Floor: floor})
 	defer func() {
 		close(reqs)
 		waitDone(b, done, stop)
