@@ -9,7 +9,8 @@ package benchhook
 // filter traps at once with "go on", reading and judging nothing: what
 // the trap's round trip alone costs a workload, the floor under any
 // supervisor of that design. Such a sandbox holds only what Landlock, the
-// mounts and the namespaces hold, as with Spec.NoSeccomp, and Start
-// refuses one with rlimits or tree cgroups (init sets them while it holds
-// the target's first exec, which the floor lets go unread).
+// mounts and the namespaces hold, as with Spec.NoSeccomp, and Start and
+// Session.Start refuse one with rlimits or tree cgroups, before anything
+// starts (init sets them while it holds the target's first exec, which
+// the floor lets go unread).
 var TrapFloor func(spec any)

@@ -57,6 +57,13 @@ func TestTrapFloor(t *testing.T) {
 		_, _ = l.Wait()
 		t.Error("a floor sandbox with rlimits started")
 	}
+	// So does a session, for any of its commands.
+	var s Session
+	defer s.Close()
+	if l, err := s.Start(t.Context(), limited, Stdio{}, nil); err == nil {
+		_, _ = l.Wait()
+		t.Error("a floor session command with rlimits started")
+	}
 	spec := shSpec(t, t.TempDir(), "true")
 	plain, err := sessionKey(spec)
 	if err != nil {

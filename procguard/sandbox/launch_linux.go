@@ -428,6 +428,9 @@ type Launch struct {
 // runs with the init's pid before the target is started (cgroup
 // placement). dial serves forwarded ports.
 func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) error, dial Dialer) (*Launch, error) {
+	if err := checkFloor(spec); err != nil {
+		return nil, err
+	}
 	t, err := take(spec.Net.Host)
 	if err != nil {
 		return nil, err
@@ -447,15 +450,9 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 		}
 	}
 	l.setJudges(spec)
-	if spec.trapFloor && (len(spec.Rlimits) > 0 || len(spec.TreeCgroups) > 0) {
-		// Init applies these while it holds the target's first exec,
-		// which a floor's supervisor lets go unread.
-		return l.fail(&SetupError{Step: "spec", Err: errors.New("a trap floor sandbox takes no rlimits or tree cgroups")})
-	}
 	files, err := l.stdioFiles(stdio)
 	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst, TrapFloor: spec.trapFloor}
-	ws.AskHost = spec.Judge != nil || spec.JudgeExec != nil
-	ws.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
+	ws.AskHost, ws.ExecJudged = hostSwitches(spec)
 	if err == nil {
 		files, err = treeFiles(spec, &ws, files)
 	}
@@ -654,6 +651,23 @@ const maxSpecFiles = 3 + 4 + 2 + maxExtraFiles
 // forceStage makes init start the target through the target stage, as it
 // does where the kernel refuses ptrace; set by tests only.
 var forceStage bool
+
+// hostSwitches are the spec's parts Start derives from its callbacks:
+// whether init asks the host about refusals (Judge or JudgeExec set) and
+// whether it traps execs for JudgeExec.
+func hostSwitches(spec *Spec) (askHost, execJudged bool) {
+	return spec.Judge != nil || spec.JudgeExec != nil, spec.JudgeExec != nil && !spec.NoSeccomp
+}
+
+// checkFloor refuses a trap floor spec (Spec.trapFloor) with rlimits or
+// tree cgroups: init applies them while it holds the target's first exec,
+// which a floor's supervisor lets go unread.
+func checkFloor(spec *Spec) error {
+	if spec.trapFloor && (len(spec.Rlimits) > 0 || len(spec.TreeCgroups) > 0) {
+		return &SetupError{Step: "spec", Err: errors.New("a trap floor sandbox takes no rlimits or tree cgroups")}
+	}
+	return nil
+}
 
 func init() {
 	// The benchmark table's floor sides (see Spec.trapFloor).

@@ -68,6 +68,9 @@ var ErrSessionClosed = errors.New("sandbox: the session is closed")
 // dial serves the forwarded ports while this command runs. Wait on the
 // Launch ends the command; the next Start may follow.
 func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*Launch, error) {
+	if err := checkFloor(spec); err != nil {
+		return nil, err
+	}
 	key, err := sessionKey(spec)
 	if err != nil {
 		return nil, err
@@ -230,8 +233,7 @@ func sessionKey(spec *Spec) (string, error) {
 	shared := *spec
 	shared.Path, shared.Args, shared.Env, shared.Dir, shared.Rlimits = "", nil, nil, "", nil
 	shared.TreeCgroups = nil
-	shared.AskHost = spec.Judge != nil || spec.JudgeExec != nil
-	shared.ExecJudged = spec.JudgeExec != nil && !spec.NoSeccomp
+	shared.AskHost, shared.ExecJudged = hostSwitches(spec)
 	b, err := json.Marshal(shared)
 	if spec.trapFloor {
 		b = append(b, " floor"...) // never the sandbox of a judged command
