@@ -49,12 +49,20 @@ func shSpec(t *testing.T, dir, script string) *Spec {
 // run starts spec and waits for it, failing the test on a set-up error.
 func run(t *testing.T, spec *Spec, stdio Stdio) (*Launch, *os.ProcessState, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
 	if stdio.WaitDelay == 0 {
 		stdio.WaitDelay = 5 * time.Second
 	}
-	l, err := Start(ctx, spec, stdio, nil, nil)
+	return startWait(t, func(ctx context.Context) (*Launch, error) { return Start(ctx, spec, stdio, nil, nil) })
+}
+
+// startWait starts a command with start and waits for it, both bounded by
+// testTimeout (the sandbox is killed by its init's pid past it), failing
+// the test on a set-up error and skipping it where there is no sandbox.
+func startWait(t *testing.T, start func(context.Context) (*Launch, error)) (*Launch, *os.ProcessState, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	l, err := start(ctx)
 	if errors.Is(err, ErrUnavailable) {
 		t.Skipf("no sandbox here: %v", err)
 	}

@@ -24,19 +24,10 @@ import (
 // sessionRun runs spec as the session's next command and waits for it.
 func sessionRun(t *testing.T, s *Session, spec *Spec) (l *Launch, out string, state *os.ProcessState, err error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
 	var stdout, stderr bytes.Buffer
-	l, err = s.Start(ctx, spec, Stdio{Stdout: &stdout, Stderr: &stderr, WaitDelay: 5 * time.Second}, nil)
-	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("no sandbox here: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	timer := time.AfterFunc(testTimeout, func() { _ = l.Process.Kill() })
-	defer timer.Stop()
-	state, err = l.Wait()
+	l, state, err = startWait(t, func(ctx context.Context) (*Launch, error) {
+		return s.Start(ctx, spec, Stdio{Stdout: &stdout, Stderr: &stderr, WaitDelay: 5 * time.Second}, nil)
+	})
 	return l, stdout.String() + stderr.String(), state, err
 }
 
