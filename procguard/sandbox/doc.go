@@ -16,7 +16,14 @@
 // namespaces, done the set-up that needs no command, and waits for the
 // next Start. Prewarm fills the pool early; SetPrewarm(false) empties and
 // disables it. An idle trampoline is one sleeping process that dies with
-// the host.
+// the host. While the pool is on, its trampolines are cloned by a spawner:
+// the host binary re-executed once, outside every namespace of the
+// sandbox's, which makes each trampoline the host's own child
+// (CLONE_PARENT), so that the host never forks itself (a fork that makes a
+// user namespace copies the host's page tables and leaves every page it
+// writes afterwards to a copy-on-write fault). The spawner is one more
+// sleeping process; it dies with the host and with the pool, and where it
+// cannot run the host clones trampolines itself.
 //
 // A Session goes further for commands run one after another: its sandbox
 // outlives each command, and every later command with the same spec is

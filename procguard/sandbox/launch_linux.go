@@ -61,6 +61,8 @@ type trampoline struct {
 	ctl     *os.File // host end of the control socket
 	statusR *os.File
 	hostNet bool
+	// viaSpawner: the spawner cloned it (spawner_linux.go), not the host.
+	viaSpawner bool
 
 	ready    chan struct{} // closed when init said "ready" (or failed, or died)
 	notReady *message      // set before ready closes when init failed or died instead
@@ -97,10 +99,46 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 		return nil, err
 	}
 	defer statusW.Close()
-	null, err := os.Open(os.DevNull)
+	var proc *os.Process
+	viaSpawner := false
+	if sp := theSpawner(); sp != nil {
+		var ce *cloneError
+		if proc, err = sp.start(hostNet, ctlIn, statusW); err != nil && !errors.As(err, &ce) {
+			dropSpawner(sp)
+		}
+		viaSpawner = proc != nil
+	}
+	if proc == nil {
+		spawn(func() { proc, err = startInit(hostNet, ctlIn, statusW, false) })
+	}
 	if err != nil {
 		ctl.Close()
 		statusR.Close()
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
+			return nil, fmt.Errorf("%w: cannot create user namespaces: %v", ErrUnavailable, err)
+		}
+		return nil, &SetupError{Step: "clone", Path: "/proc/self/exe", Err: err}
+	}
+	t := &trampoline{proc: proc, ctl: ctl, statusR: statusR, hostNet: hostNet, viaSpawner: viaSpawner,
+		ready: make(chan struct{}), msgs: make(chan message, 4), exits: make(chan *Exit, 1), gone: make(chan struct{})}
+	// Blocking reads (Fd puts the pipe in blocking mode): the reader's
+	// thread wakes as soon as init writes, without a hop through the
+	// runtime's poller. A child's exec waits for the host's answer to each
+	// "exec" line, so this wake-up is on every program a command starts.
+	_ = statusR.Fd()
+	t.readers.Add(1)
+	go t.readStatus()
+	return t, nil
+}
+
+// startInit re-executes the host binary as a sandbox init in new
+// namespaces, with ctl and status as its descriptors 3 and 4. The host
+// calls it on a keeper thread (spawn); the spawner calls it with parent
+// set, and the init is then the host's child (CLONE_PARENT), its
+// parent-death signal tied to the host thread that started the spawner.
+func startInit(hostNet bool, ctl, status *os.File, parent bool) (*os.Process, error) {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
 		return nil, err
 	}
 	defer null.Close()
@@ -109,12 +147,15 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 	if !hostNet {
 		flags |= unix.CLONE_NEWNET
 	}
+	if parent {
+		flags |= unix.CLONE_PARENT
+	}
 	attr := &os.ProcAttr{
 		Dir: "/",
 		// Not nil, which would hand the trampoline the host's environment.
 		// One P: init mostly waits, and fewer threads start faster.
 		Env:   []string{"GOMAXPROCS=1"},
-		Files: []*os.File{null, null, null, ctlIn, statusW},
+		Files: []*os.File{null, null, null, ctl, status},
 		Sys: &syscall.SysProcAttr{
 			Cloneflags: flags,
 			// The child keeps the host's uid and gid, seen from inside too.
@@ -129,26 +170,7 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 	if hostNet {
 		args = append(args, hostNetArg)
 	}
-	var proc *os.Process
-	spawn(func() { proc, err = os.StartProcess("/proc/self/exe", args, attr) })
-	if err != nil {
-		ctl.Close()
-		statusR.Close()
-		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
-			return nil, fmt.Errorf("%w: cannot create user namespaces: %v", ErrUnavailable, err)
-		}
-		return nil, &SetupError{Step: "clone", Path: "/proc/self/exe", Err: err}
-	}
-	t := &trampoline{proc: proc, ctl: ctl, statusR: statusR, hostNet: hostNet,
-		ready: make(chan struct{}), msgs: make(chan message, 4), exits: make(chan *Exit, 1), gone: make(chan struct{})}
-	// Blocking reads (Fd puts the pipe in blocking mode): the reader's
-	// thread wakes as soon as init writes, without a hop through the
-	// runtime's poller. A child's exec waits for the host's answer to each
-	// "exec" line, so this wake-up is on every program a command starts.
-	_ = statusR.Fd()
-	t.readers.Add(1)
-	go t.readStatus()
-	return t, nil
+	return os.StartProcess("/proc/self/exe", args, attr)
 }
 
 // readStatus turns the status stream into messages; "ready" closes
@@ -276,8 +298,10 @@ func (t *trampoline) discard() {
 // A ready trampoline is an idle process; it dies with the host.
 var pool struct {
 	sync.Mutex
-	ready   [2]*trampoline
-	filling [2]bool
+	ready [2]*trampoline
+	// filling is closed when the refill of a kind under way has put its
+	// trampoline in the pool (or failed); nil when none is under way.
+	filling [2]chan struct{}
 	off     bool
 }
 
@@ -288,13 +312,23 @@ func kindOf(hostNet bool) int {
 	return 0
 }
 
-// take returns a ready trampoline of the kind, or starts one.
+// take returns a ready trampoline of the kind, or the one a refill under
+// way is making (its re-execution has a head start on a new one, and two
+// made at once share the CPU), or starts one.
 func take(hostNet bool) (*trampoline, error) {
 	k := kindOf(hostNet)
 	pool.Lock()
 	t := pool.ready[k]
 	pool.ready[k] = nil
+	filling := pool.filling[k]
 	pool.Unlock()
+	if t == nil && filling != nil {
+		<-filling
+		pool.Lock()
+		t = pool.ready[k]
+		pool.ready[k] = nil
+		pool.Unlock()
+	}
 	if t != nil && !t.alive() {
 		t.discard()
 		t = nil
@@ -308,16 +342,18 @@ func take(hostNet bool) (*trampoline, error) {
 func refill(hostNet bool) {
 	k := kindOf(hostNet)
 	pool.Lock()
-	if pool.ready[k] != nil || pool.filling[k] || pool.off {
+	if pool.ready[k] != nil || pool.filling[k] != nil || pool.off {
 		pool.Unlock()
 		return
 	}
-	pool.filling[k] = true
+	done := make(chan struct{})
+	pool.filling[k] = done
 	pool.Unlock()
 	t, err := newTrampoline(hostNet)
 	pool.Lock()
 	defer pool.Unlock()
-	pool.filling[k] = false
+	defer close(done)
+	pool.filling[k] = nil
 	if err != nil {
 		return // the next take starts one itself and reports the error
 	}
@@ -396,6 +432,9 @@ func SetPrewarm(on bool) {
 	pool.Unlock()
 	for _, t := range idle {
 		t.discard()
+	}
+	if !on {
+		stopSpawner()
 	}
 }
 

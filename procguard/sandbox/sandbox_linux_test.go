@@ -236,6 +236,9 @@ func TestPool(t *testing.T) {
 	if l.Process.Pid != ready.proc.Pid {
 		t.Errorf("the start used pid %d, not the ready trampoline %d", l.Process.Pid, ready.proc.Pid)
 	}
+	if !ready.viaSpawner {
+		t.Error("the pool's trampoline was not made by the spawner")
+	}
 
 	// A ready trampoline that died is not used.
 	if err := Prewarm(false); err != nil {
@@ -465,7 +468,7 @@ func freshPool(t *testing.T) {
 	SetPrewarm(false)
 	for deadline := time.Now().Add(testTimeout); ; time.Sleep(time.Millisecond) {
 		pool.Lock()
-		busy := pool.filling[0] || pool.filling[1]
+		busy := pool.filling[0] != nil || pool.filling[1] != nil
 		pool.Unlock()
 		if !busy {
 			return

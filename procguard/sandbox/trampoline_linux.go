@@ -52,6 +52,8 @@ func init() {
 		os.Exit(runInit(len(os.Args) > 1 && os.Args[1] == hostNetArg))
 	case targetArg0:
 		os.Exit(runTarget())
+	case spawnerArg0:
+		os.Exit(runSpawner())
 	}
 }
 

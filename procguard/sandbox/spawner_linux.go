@@ -1,0 +1,263 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The spawner makes the pool's trampolines, so that the host never forks
+// itself.
+//
+// A trampoline's clone makes a user namespace, and Go's os.StartProcess
+// then forks rather than vforks (the child must wait for its uid map):
+// the kernel copies the forking process's page tables, and every page the
+// process writes afterwards takes a copy-on-write fault. In a host that
+// makes a trampoline per command this was about half of the host's own
+// CPU per start (a profile of 30 starts back to back put the fork and the
+// faults it leaves behind, on fresh heap memory, at the top), and it
+// grows with the host's memory. The spawner is the host binary
+// re-executed once with no namespaces of its own, which Go starts with a
+// vfork; it waits on a socket, and for each request clones a trampoline
+// exactly as the host would, with CLONE_PARENT, so the trampoline is the
+// host's child: the host waits for it, signals it and reads its
+// ProcessState as before, and its parent-death signal is tied to the same
+// host thread that started the spawner. The spawner is small and idle,
+// so its forks are cheap and leave nothing to fault.
+//
+// The spawner is a convenience, never a requirement: when it cannot be
+// started, or dies, or fails a request, the host makes the trampoline
+// itself. It runs only while the pool is on (SetPrewarm), and dies with
+// the host (parent-death signal, and EOF on its socket).
+
+// spawnerArg0 is the spawner's argv[0].
+const spawnerArg0 = "auditguard-sandbox-spawner"
+
+// fdSpawner is the spawner's end of its socket.
+const fdSpawner = 3
+
+// spawner is the host's handle on the spawner process.
+type spawner struct {
+	mu   sync.Mutex // one request at a time
+	proc *os.Process
+	sock *os.File
+}
+
+var spawners struct {
+	sync.Mutex
+	s      *spawner
+	broken bool // it could not be started: do not try again
+}
+
+// theSpawner returns the running spawner, starting it on first use; nil
+// when there is none (the pool is off, or it cannot run here).
+func theSpawner() *spawner {
+	spawners.Lock()
+	defer spawners.Unlock()
+	if spawners.s != nil || spawners.broken {
+		return spawners.s
+	}
+	pool.Lock()
+	off := pool.off
+	pool.Unlock()
+	if off {
+		return nil
+	}
+	s, err := startSpawner()
+	if err != nil {
+		spawners.broken = true
+		return nil
+	}
+	spawners.s = s
+	return s
+}
+
+// stopSpawner ends the spawner (SetPrewarm(false)); a later use starts
+// another.
+func stopSpawner() {
+	spawners.Lock()
+	s := spawners.s
+	spawners.s = nil
+	spawners.Unlock()
+	if s != nil {
+		s.stop()
+	}
+}
+
+// dropSpawner forgets a spawner that failed, so the next use starts a new
+// one, and ends it.
+func dropSpawner(s *spawner) {
+	spawners.Lock()
+	if spawners.s == s {
+		spawners.s = nil
+	}
+	spawners.Unlock()
+	s.stop()
+}
+
+// stop kills the spawner, which ends a request under way (its answer
+// never comes: EOF), then closes the host's end and reaps it.
+func (s *spawner) stop() {
+	_ = s.proc.Kill()
+	s.mu.Lock()
+	s.sock.Close()
+	s.mu.Unlock()
+	_, _ = s.proc.Wait()
+}
+
+func startSpawner() (*spawner, error) {
+	host, peer, err := seqpacketPair("sandbox-spawner")
+	if err != nil {
+		return nil, err
+	}
+	defer peer.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		host.Close()
+		return nil, err
+	}
+	defer null.Close()
+	attr := &os.ProcAttr{
+		Dir:   "/",
+		Env:   []string{"GOMAXPROCS=1"},
+		Files: []*os.File{null, null, null, peer},
+		Sys: &syscall.SysProcAttr{
+			Pdeathsig: syscall.SIGKILL,
+			Setpgid:   true,
+		},
+	}
+	// A request takes a few milliseconds; one that takes spawnerTimeout
+	// finds the spawner wedged (stopped, say): it is killed, and the host
+	// clones the trampoline itself.
+	tv := unix.NsecToTimeval(spawnerTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(int(host.Fd()), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		host.Close()
+		return nil, os.NewSyscallError("setsockopt", err)
+	}
+	var proc *os.Process
+	spawn(func() { proc, err = os.StartProcess("/proc/self/exe", []string{spawnerArg0}, attr) })
+	if err != nil {
+		host.Close()
+		return nil, err
+	}
+	return &spawner{proc: proc, sock: host}, nil
+}
+
+// spawnerTimeout bounds the wait for the spawner's answer.
+const spawnerTimeout = 5 * time.Second
+
+// seqpacketPair returns the two ends of a SOCK_SEQPACKET socket pair:
+// each request and each answer is one message.
+func seqpacketPair(name string) (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name), nil
+}
+
+// start asks the spawner for a trampoline whose descriptors 3 and 4 are
+// ctl and status, and returns it as a process of the host's.
+func (s *spawner) start(hostNet bool, ctl, status *os.File) (*os.Process, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req := []byte{0}
+	if hostNet {
+		req[0] = 1
+	}
+	oob := unix.UnixRights(int(ctl.Fd()), int(status.Fd()))
+	if err := unix.Sendmsg(int(s.sock.Fd()), req, oob, nil, unix.MSG_NOSIGNAL); err != nil {
+		return nil, os.NewSyscallError("sendmsg", err)
+	}
+	buf := make([]byte, 512)
+	n, _, _, _, err := unix.Recvmsg(int(s.sock.Fd()), buf, nil, 0)
+	switch {
+	case err != nil:
+		return nil, os.NewSyscallError("recvmsg", err)
+	case n < 4:
+		return nil, errors.New("the spawner ended")
+	}
+	pid := int(int32(binary.LittleEndian.Uint32(buf)))
+	if pid <= 0 {
+		return nil, &cloneError{msg: string(buf[4:n])}
+	}
+	// The trampoline is the host's child (CLONE_PARENT) and cannot be
+	// reaped by anyone else, so its pid names it until the host waits.
+	return os.FindProcess(pid)
+}
+
+// cloneError is the spawner's word that its clone failed: the spawner
+// itself is fine, and the host's own clone reports the cause.
+type cloneError struct{ msg string }
+
+func (e *cloneError) Error() string { return "the spawner could not clone: " + e.msg }
+
+// runSpawner serves the host's requests until its socket ends.
+func runSpawner() int {
+	// Go's runtime would end the spawner on the signals a terminal sends
+	// its group; it is in a group of its own, and the host's death
+	// reaches it as SIGKILL or EOF.
+	buf := make([]byte, 16)
+	oob := make([]byte, unix.CmsgSpace(2*4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(fdSpawner, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return 0
+		}
+		files, err := receivedFiles(oob[:oobn])
+		var pid int
+		if err == nil && len(files) != 2 {
+			err = fmt.Errorf("%d descriptors, want 2", len(files))
+		}
+		if err == nil {
+			var proc *os.Process
+			if proc, err = startInit(buf[0] == 1, files[0], files[1], true); err == nil {
+				pid = proc.Pid
+				_ = proc.Release() // the host's child, not the spawner's
+			}
+		}
+		for _, f := range files {
+			f.Close()
+		}
+		reply := binary.LittleEndian.AppendUint32(nil, uint32(int32(pid)))
+		if err != nil {
+			reply = binary.LittleEndian.AppendUint32(nil, 0)
+			reply = append(reply, err.Error()...)
+			if len(reply) > 512 {
+				reply = reply[:512]
+			}
+		}
+		if _, err := unix.Write(fdSpawner, reply); err != nil {
+			return 0
+		}
+	}
+}
+
+func receivedFiles(oob []byte) ([]*os.File, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "fd"))
+		}
+	}
+	return files, nil
+}

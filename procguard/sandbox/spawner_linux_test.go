@@ -1,0 +1,235 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// spawnerHostEnv makes this test binary a tiny host (TestMain): it fills
+// the pool through the spawner, prints "PIDS <spawner> <trampoline>", and
+// waits, at most 30 s, to be killed.
+const spawnerHostEnv = "AUDITGUARD_SPAWNER_HOST"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(spawnerHostEnv) != "" {
+		os.Exit(runSpawnerHost())
+	}
+	os.Exit(m.Run())
+}
+
+func runSpawnerHost() int {
+	if err := Prewarm(false); err != nil {
+		fmt.Println("NONE", err)
+		return 0
+	}
+	spawners.Lock()
+	sp := spawners.s
+	spawners.Unlock()
+	pool.Lock()
+	t := pool.ready[0]
+	pool.Unlock()
+	if sp == nil || t == nil || !t.viaSpawner {
+		fmt.Fprintln(os.Stderr, "the pool was not filled through the spawner")
+		return 2
+	}
+	fmt.Println("PIDS", sp.proc.Pid, t.proc.Pid)
+	time.Sleep(30 * time.Second)
+	return 0
+}
+
+// parentOf reads pid's parent from /proc.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// readyTrampoline makes a trampoline as a refill does and waits until its
+// init is ready.
+func readyTrampoline(t *testing.T) *trampoline {
+	t.Helper()
+	tr, err := newTrampoline(false)
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if tr.alive() {
+			tr.discard()
+		}
+	})
+	select {
+	case <-tr.ready:
+	case <-time.After(testTimeout):
+		t.Fatal("the trampoline never said ready")
+	}
+	if tr.notReady != nil {
+		t.Fatalf("the trampoline failed: %+v", *tr.notReady)
+	}
+	return tr
+}
+
+// TestSpawner: while the pool is on, trampolines are cloned by the
+// spawner, outside any namespace of the sandbox's, and are this
+// process's children; a spawner that died is replaced, the trampoline in
+// between made by the host itself, as it is when the spawner does not
+// answer; SetPrewarm(false) ends the spawner.
+// TestPool runs a command on a trampoline the spawner made.
+func TestSpawner(t *testing.T) {
+	freshPool(t)
+	SetPrewarm(true)
+	defer SetPrewarm(true)
+	first := readyTrampoline(t)
+	if !first.viaSpawner {
+		t.Fatal("the spawner did not make the trampoline")
+	}
+	spawners.Lock()
+	sp := spawners.s
+	spawners.Unlock()
+	if got := parentOf(t, first.proc.Pid); got != os.Getpid() {
+		t.Errorf("the trampoline's parent is %d, not the host %d", got, os.Getpid())
+	}
+	if got := parentOf(t, sp.proc.Pid); got != os.Getpid() {
+		t.Errorf("the spawner's parent is %d, not the host %d", got, os.Getpid())
+	}
+	for _, ns := range []string{"user", "mnt", "pid", "net"} {
+		mine, _ := os.Readlink("/proc/self/ns/" + ns)
+		its, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", sp.proc.Pid, ns))
+		if err != nil || its != mine {
+			t.Errorf("the spawner's %s namespace is %q (%v), the host's %q", ns, its, err, mine)
+		}
+		initNS, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", first.proc.Pid, ns))
+		if initNS == mine {
+			t.Errorf("the spawner's trampoline shares the host's %s namespace", ns)
+		}
+	}
+
+	// A dead spawner: the next trampoline is the host's own, the one
+	// after comes from a new spawner.
+	if err := unix.Kill(sp.proc.Pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(time.Millisecond) {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, sp.proc.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err != nil || info.Signo != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed spawner did not die")
+		}
+	}
+	fallback := readyTrampoline(t)
+	if fallback.viaSpawner {
+		t.Error("a trampoline came from a dead spawner")
+	}
+	again := readyTrampoline(t)
+	spawners.Lock()
+	sp2 := spawners.s
+	spawners.Unlock()
+	if !again.viaSpawner || sp2 == nil || sp2.proc.Pid == sp.proc.Pid {
+		t.Errorf("no new spawner made the trampoline after the first died (via spawner %v)", again.viaSpawner)
+	}
+
+	// A wedged spawner: after spawnerTimeout the host clones the
+	// trampoline itself, and the spawner is killed.
+	if err := unix.Kill(sp2.proc.Pid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	pidfd, err := unix.PidfdOpen(sp2.proc.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	t0 := time.Now()
+	wedged := readyTrampoline(t)
+	if wedged.viaSpawner || time.Since(t0) < spawnerTimeout {
+		t.Errorf("a stopped spawner made a trampoline (via spawner %v, after %v)", wedged.viaSpawner, time.Since(t0))
+	}
+	if n, _ := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, int(testTimeout/time.Millisecond)); n != 1 {
+		t.Error("the wedged spawner was left running")
+	}
+
+	first.discard()
+	fallback.discard()
+	again.discard()
+	wedged.discard()
+	SetPrewarm(false)
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("SetPrewarm(false) left children: %v", kids)
+	}
+}
+
+// TestSpawnerDiesWithHost: a host killed with SIGKILL takes its spawner
+// and its pooled trampoline with it.
+func TestSpawnerDiesWithHost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	host := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), spawnerHostEnv+"=1")
+	var stderr strings.Builder
+	host.Stderr = &stderr
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hostPid := host.Process.Pid
+	t.Cleanup(func() { _ = unix.Kill(hostPid, unix.SIGKILL) })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = host.Wait()
+		t.Fatalf("no word from the host: %v; stderr %q", err, stderr.String())
+	}
+	var spawnerPid, initPid int
+	if strings.HasPrefix(line, "NONE") {
+		t.Skipf("no sandbox here: %s", line)
+	}
+	if _, err := fmt.Sscanf(line, "PIDS %d %d", &spawnerPid, &initPid); err != nil {
+		t.Fatalf("host said %q: %v", line, err)
+	}
+	var fds []int
+	for _, pid := range []int{spawnerPid, initPid} {
+		t.Cleanup(func() { _ = unix.Kill(pid, unix.SIGKILL) })
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			t.Fatalf("pidfd of %d: %v", pid, err)
+		}
+		defer unix.Close(fd)
+		fds = append(fds, fd)
+	}
+	if n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fds[0]), Events: unix.POLLIN}}, 0); n != 0 {
+		t.Fatal("the spawner had ended while its host lived")
+	}
+	_ = unix.Kill(hostPid, unix.SIGKILL)
+	_ = host.Wait()
+	for i, fd := range fds {
+		name := [...]string{"spawner", "trampoline"}[i]
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(pfd, int(testTimeout/time.Millisecond)); n != 1 || err != nil {
+			t.Errorf("the %s outlived its killed host (poll %d, %v)", name, n, err)
+		}
+	}
+}
