@@ -88,7 +88,7 @@ type trampoline struct {
 // once the init exists; its runtime and the set-up that needs no spec
 // (mounts made slaves, /proc, loopback) go on without the host.
 func newTrampoline(hostNet bool) (*trampoline, error) {
-	ctl, ctlIn, err := socketPair("sandbox-ctl")
+	ctl, ctlIn, err := socketPair("sandbox-ctl", unix.SOCK_STREAM)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +504,7 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 	}
 	if err == nil && s != nil {
 		var next *os.File
-		if t.next, next, err = socketPair("sandbox-session"); err == nil {
+		if t.next, next, err = socketPair("sandbox-session", unix.SOCK_STREAM); err == nil {
 			files = append(files, next)
 			ws.Session = true
 			t.session.Store(true)
@@ -582,9 +582,10 @@ func appendExtra(stdio Stdio, ws *wireSpec, files []*os.File) ([]*os.File, error
 	return files, nil
 }
 
-// socketPair returns the two ends of a new stream socket pair.
-func socketPair(name string) (*os.File, *os.File, error) {
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+// socketPair returns the two ends of a new unix socket pair of type typ
+// (SOCK_STREAM, or SOCK_SEQPACKET where each write is one message).
+func socketPair(name string, typ int) (*os.File, *os.File, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, typ|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, os.NewSyscallError("socketpair", err)
 	}

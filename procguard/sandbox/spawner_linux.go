@@ -114,7 +114,7 @@ func (s *spawner) stop() {
 }
 
 func startSpawner() (*spawner, error) {
-	host, peer, err := seqpacketPair("sandbox-spawner")
+	host, peer, err := socketPair("sandbox-spawner", unix.SOCK_SEQPACKET)
 	if err != nil {
 		return nil, err
 	}
@@ -153,16 +153,6 @@ func startSpawner() (*spawner, error) {
 
 // spawnerTimeout bounds the wait for the spawner's answer.
 const spawnerTimeout = 5 * time.Second
-
-// seqpacketPair returns the two ends of a SOCK_SEQPACKET socket pair:
-// each request and each answer is one message.
-func seqpacketPair(name string) (*os.File, *os.File, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, os.NewSyscallError("socketpair", err)
-	}
-	return os.NewFile(uintptr(fds[0]), name), os.NewFile(uintptr(fds[1]), name), nil
-}
 
 // start asks the spawner for a trampoline whose descriptors 3 and 4 are
 // ctl and status, and returns it as a process of the host's.
