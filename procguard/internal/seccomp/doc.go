@@ -19,7 +19,10 @@
 //     as the kernel would for the task: /proc/self and /proc/thread-self
 //     stand for the task, magic links (/proc/<pid>/cwd, root, fd/N) are
 //     opened to what they refer to, openat2's RESOLVE_* flags scope the
-//     walk, the last component is followed only when the call follows it;
+//     walk, the last component is followed only when the call follows it
+//     (one openat2 of the name's directory, in which the kernel follows
+//     ordinary links from the task's root and no magic link, when that
+//     ends outside procfs; a walk of one component at a time otherwise);
 //  3. decide judges the resolved, absolute names (Call);
 //  4. an allowed call is performed by the supervisor on the directory
 //     descriptor it resolved, never on the name (openat, mkdirat, mknodat,

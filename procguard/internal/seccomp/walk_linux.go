@@ -377,16 +377,27 @@ func split(name string) (dir, last string, trailing bool) {
 	return trimmed[:i], trimmed[i+1:], trailing
 }
 
-// fast resolves with one openat2 of the directory part that follows no
-// link; it gives up (ok false, nothing held) on any symbolic link, on a
-// last component that is one and must be followed, and in /proc.
+// fast resolves with one openat2 of the directory part, in which the
+// kernel follows ordinary symbolic links (absolute ones from the task's
+// root, as the task would: RESOLVE_IN_ROOT on that root) and no magic
+// link. It gives up (ok false, nothing held) on a magic link, on a last
+// component that is a symbolic link and must be followed, and on a
+// directory in a proc file system. A walk through procfs that ends
+// outside it must pass a magic link (cwd, root, exe, fd/N, map_files/N:
+// procfs's other links stay inside it), so /proc/self, which the kernel
+// would read as the supervisor, can only lead back into procfs, where the
+// walk is left to slow; a walk that leaves /proc through "..", as in
+// /proc/self/../etc, reaches the same directory for every task.
 func (w *walker) fast(start int, name string, follow bool, sc scope) (target, bool) {
 	dirPart, last, trailing := split(name)
 	if trailing {
 		follow = true
 	}
 	from := start
-	resolve := uint64(unix.RESOLVE_NO_SYMLINKS)
+	resolve := uint64(unix.RESOLVE_NO_MAGICLINKS)
+	if sc.noSymlinks {
+		resolve = unix.RESOLVE_NO_SYMLINKS
+	}
 	if sc.beneath {
 		resolve |= unix.RESOLVE_BENEATH
 	}

@@ -1,0 +1,142 @@
+//go:build amd64 || arm64
+
+package seccomp
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFastWalkAgreesWithSlow resolves names through ordinary symbolic
+// links (relative, absolute, chained, climbing with ".."), through
+// /proc/self and out of it with "..", and through magic links, for this
+// very thread as the task: the one-openat2 walk must give up wherever
+// the kernel would read a link as the supervisor (a magic link, a
+// directory in procfs), and wherever it does not give up it must reach
+// what the component-by-component walk reaches.
+func TestFastWalkAgreesWithSlow(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(d, "real", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "real", "sub", "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{
+		"rel":      "real",
+		"abs":      filepath.Join(d, "real"),
+		"chain":    "rel",
+		"up":       "real/sub/../..",
+		"cwd":      "/proc/self/cwd",
+		"procself": "/proc/self",
+	} {
+		if err := os.Symlink(to, filepath.Join(d, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tid := unix.Gettid()
+	tk := &task{root: -1}
+	tk.reset(uint32(tid))
+	start, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(start)
+	for _, c := range []struct {
+		name string
+		fast bool // the one-openat2 walk takes it
+	}{
+		// Relative to a directory descriptor of d (RESOLVE_IN_ROOT, which
+		// keeps an absolute name from following magic links, is not set).
+		{"rel/sub/file", true},
+		{"abs/sub/file", true},
+		{"cwd/file", false},
+		{"procself/cwd/file", false},
+		{d + "/real/sub/file", true},
+		{d + "/rel/sub/file", true},
+		{d + "/abs/sub/file", true},
+		{d + "/chain/sub/file", true},
+		{d + "/up/real/sub/file", true},
+		{"/proc/self/../.." + d + "/real/sub/file", true},
+		{d + "/rel/sub/missing", true},
+		{d + "/cwd/file", false},        // a magic link
+		{d + "/procself/status", false}, // /proc/self read as the supervisor would be procfs
+		{"/proc/self/cwd/x", false},
+		{"/proc/thread-self/status", false},
+	} {
+		w := walker{t: tk, tid: tid, root: -1}
+		e, ok := w.fast(start, c.name, false, scope{})
+		if ok != c.fast {
+			t.Errorf("%s: fast walk took it %v, want %v", c.name, ok, c.fast)
+		}
+		if ok {
+			got, errno := w.withID(w.finish(e))
+			want, werrno := w.slow(start, c.name, false, scope{})
+			if werrno == 0 {
+				want, werrno = w.withID(w.finish(want))
+			}
+			if errno != werrno || got.path != want.path || got.mode != want.mode || got.dev != want.dev || got.ino != want.ino {
+				t.Errorf("%s: fast gives %q %o %d:%d (%v), slow %q %o %d:%d (%v)", c.name,
+					got.path, got.mode, got.dev, got.ino, errno, want.path, want.mode, want.dev, want.ino, werrno)
+			}
+			got.close()
+			want.close()
+		}
+		w.close()
+	}
+}
+
+// BenchmarkWalkLinkedDir resolves a name whose directory is reached
+// through a symbolic link (as /bin/true is where /bin links to usr/bin),
+// for this thread as the task: "lookup" as the supervisor does (one
+// openat2 that follows the link), "slow" one component at a time, as
+// every such name was resolved before.
+func BenchmarkWalkLinkedDir(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	d, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(d, "usr", "bin"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "usr", "bin", "true"), nil, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Symlink("usr/bin", filepath.Join(d, "bin")); err != nil {
+		b.Fatal(err)
+	}
+	name := filepath.Join(d, "bin", "true")
+	tid := unix.Gettid()
+	tk := &task{root: -1}
+	tk.reset(uint32(tid))
+	for _, mode := range []string{"lookup", "slow"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				w := walker{t: tk, tid: tid, root: -1}
+				var e target
+				var errno unix.Errno
+				if mode == "lookup" {
+					e, errno = w.lookup(-1, name, true, scope{})
+				} else if e, errno = w.slow(-1, name, true, scope{}); errno == 0 {
+					e, errno = w.finish(e)
+				}
+				if errno != 0 {
+					b.Fatal(errno)
+				}
+				e.close()
+				w.close()
+			}
+		})
+	}
+}
