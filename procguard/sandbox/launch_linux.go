@@ -106,7 +106,9 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 		if proc, err = sp.start(hostNet, ctlIn, statusW); err != nil && !errors.As(err, &ce) {
 			dropSpawner(sp)
 		}
-		viaSpawner = proc != nil
+		if viaSpawner = proc != nil; viaSpawner {
+			spawned()
+		}
 	}
 	if proc == nil {
 		spawn(func() { proc, err = startInit(hostNet, ctlIn, statusW, false) })

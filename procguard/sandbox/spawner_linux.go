@@ -54,8 +54,13 @@ type spawner struct {
 var spawners struct {
 	sync.Mutex
 	s      *spawner
-	broken bool // it could not be started: do not try again
+	broken bool // it could not be started, or failed maxSpawnerFailures times in a row: do not try again
+	failed int  // spawners dropped since one last made a trampoline
 }
+
+// maxSpawnerFailures is how many spawners in a row may fail before the
+// host stops starting them (each costs a re-execution of the host binary).
+const maxSpawnerFailures = 3
 
 // theSpawner returns the running spawner, starting it on first use; nil
 // when there is none (the pool is off, or it cannot run here).
@@ -81,11 +86,12 @@ func theSpawner() *spawner {
 }
 
 // stopSpawner ends the spawner (SetPrewarm(false)); a later use starts
-// another.
+// another, even after spawners were given up on.
 func stopSpawner() {
 	spawners.Lock()
 	s := spawners.s
 	spawners.s = nil
+	spawners.broken, spawners.failed = false, 0
 	spawners.Unlock()
 	if s != nil {
 		s.stop()
@@ -98,9 +104,18 @@ func dropSpawner(s *spawner) {
 	spawners.Lock()
 	if spawners.s == s {
 		spawners.s = nil
+		spawners.failed++
+		spawners.broken = spawners.failed >= maxSpawnerFailures
 	}
 	spawners.Unlock()
 	s.stop()
+}
+
+// spawned notes that a spawner made a trampoline.
+func spawned() {
+	spawners.Lock()
+	spawners.failed = 0
+	spawners.Unlock()
 }
 
 // stop kills the spawner, which ends a request under way (its answer

@@ -93,7 +93,8 @@ func readyTrampoline(t *testing.T) *trampoline {
 // spawner, outside any namespace of the sandbox's, and are this
 // process's children; a spawner that died is replaced, the trampoline in
 // between made by the host itself, as it is when the spawner does not
-// answer; SetPrewarm(false) ends the spawner.
+// answer; after maxSpawnerFailures in a row no spawner is started;
+// SetPrewarm(false) ends the spawner.
 // TestPool runs a command on a trampoline the spawner made.
 func TestSpawner(t *testing.T) {
 	freshPool(t)
@@ -126,19 +127,7 @@ func TestSpawner(t *testing.T) {
 
 	// A dead spawner: the next trampoline is the host's own, the one
 	// after comes from a new spawner.
-	if err := unix.Kill(sp.proc.Pid, unix.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(testTimeout); ; time.Sleep(time.Millisecond) {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, sp.proc.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		if err != nil || info.Signo != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the killed spawner did not die")
-		}
-	}
+	killSpawner(t, sp)
 	fallback := readyTrampoline(t)
 	if fallback.viaSpawner {
 		t.Error("a trampoline came from a dead spawner")
@@ -170,6 +159,29 @@ func TestSpawner(t *testing.T) {
 		t.Error("the wedged spawner was left running")
 	}
 
+	// Spawners that keep failing are given up on: no new one is started.
+	spawners.Lock()
+	sp3 := spawners.s
+	spawners.failed = maxSpawnerFailures - 1
+	spawners.Unlock()
+	if sp3 == nil {
+		sp3 = theSpawner()
+	}
+	killSpawner(t, sp3)
+	for range 2 {
+		tr := readyTrampoline(t)
+		if tr.viaSpawner {
+			t.Error("a trampoline came from a spawner after they were given up on")
+		}
+		tr.discard()
+	}
+	spawners.Lock()
+	gaveUp := spawners.broken && spawners.s == nil
+	spawners.Unlock()
+	if !gaveUp {
+		t.Errorf("the host did not give up after %d failed spawners", maxSpawnerFailures)
+	}
+
 	first.discard()
 	fallback.discard()
 	again.discard()
@@ -177,6 +189,25 @@ func TestSpawner(t *testing.T) {
 	SetPrewarm(false)
 	if kids := children(t); len(kids) > 0 {
 		t.Errorf("SetPrewarm(false) left children: %v", kids)
+	}
+}
+
+// killSpawner kills a spawner and waits until it is dead (not reaped:
+// the host reaps it when it drops it).
+func killSpawner(t *testing.T, sp *spawner) {
+	t.Helper()
+	if err := unix.Kill(sp.proc.Pid, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(time.Millisecond) {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, sp.proc.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err != nil || info.Signo != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed spawner did not die")
+		}
 	}
 }
 
