@@ -22,8 +22,8 @@
 // (CLONE_PARENT), so that the host never forks itself (a fork that makes a
 // user namespace copies the host's page tables and leaves every page it
 // writes afterwards to a copy-on-write fault). The spawner is one more
-// sleeping process; it dies with the host and with the pool, and where it
-// cannot run the host clones trampolines itself.
+// sleeping process; it dies with the host and with the pool, and until it
+// serves, or where it cannot run, the host clones trampolines itself.
 //
 // A Session goes further for commands run one after another: its sandbox
 // outlives each command, and every later command with the same spec is

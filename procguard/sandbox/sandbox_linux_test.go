@@ -214,8 +214,10 @@ func TestSignalledTarget(t *testing.T) {
 // TestPool: a ready trampoline is used by the next start, a dead one is
 // replaced, and turning the pool off leaves no process behind.
 func TestPool(t *testing.T) {
+	freshPool(t)
 	SetPrewarm(true)
 	defer SetPrewarm(true)
+	waitSpawner(testTimeout)
 	if err := Prewarm(false); errors.Is(err, ErrUnavailable) {
 		t.Skipf("no sandbox here: %v", err)
 	} else if err != nil {

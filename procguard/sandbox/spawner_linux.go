@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +50,10 @@ type spawner struct {
 	mu   sync.Mutex // one request at a time
 	proc *os.Process
 	sock *os.File
+	// ready: the spawner said it serves. Until then (its runtime starts
+	// in about the time a trampoline's does) the host clones trampolines
+	// itself, so a host's first command does not wait for the spawner.
+	ready atomic.Bool
 }
 
 var spawners struct {
@@ -62,13 +67,17 @@ var spawners struct {
 // host stops starting them (each costs a re-execution of the host binary).
 const maxSpawnerFailures = 3
 
-// theSpawner returns the running spawner, starting it on first use; nil
-// when there is none (the pool is off, or it cannot run here).
+// theSpawner returns the spawner once it serves, starting it on first
+// use; nil while it starts and when there is none (the pool is off, or
+// it cannot run here).
 func theSpawner() *spawner {
 	spawners.Lock()
 	defer spawners.Unlock()
-	if spawners.s != nil || spawners.broken {
-		return spawners.s
+	if s := spawners.s; s != nil || spawners.broken {
+		if s != nil && !s.ready.Load() {
+			return nil
+		}
+		return s
 	}
 	pool.Lock()
 	off := pool.off
@@ -82,7 +91,23 @@ func theSpawner() *spawner {
 		return nil
 	}
 	spawners.s = s
-	return s
+	go s.awaitReady()
+	return nil
+}
+
+// awaitReady waits, at most spawnerTimeout, for the spawner's first
+// message, which says it serves; a spawner that does not say so is
+// dropped.
+func (s *spawner) awaitReady() {
+	s.mu.Lock()
+	var b [1]byte
+	n, _, _, _, err := unix.Recvmsg(int(s.sock.Fd()), b[:], nil, 0)
+	s.mu.Unlock()
+	if err != nil || n != 1 {
+		dropSpawner(s)
+		return
+	}
+	s.ready.Store(true)
 }
 
 // stopSpawner ends the spawner (SetPrewarm(false)); a later use starts
@@ -102,13 +127,16 @@ func stopSpawner() {
 // one, and ends it.
 func dropSpawner(s *spawner) {
 	spawners.Lock()
-	if spawners.s == s {
+	mine := spawners.s == s
+	if mine {
 		spawners.s = nil
 		spawners.failed++
 		spawners.broken = spawners.failed >= maxSpawnerFailures
 	}
 	spawners.Unlock()
-	s.stop()
+	if mine { // else whoever took it from spawners.s stops it
+		s.stop()
+	}
 }
 
 // spawned notes that a spawner made a trampoline.
@@ -210,6 +238,9 @@ func runSpawner() int {
 	// Go's runtime would end the spawner on the signals a terminal sends
 	// its group; it is in a group of its own, and the host's death
 	// reaches it as SIGKILL or EOF.
+	if _, err := unix.Write(fdSpawner, []byte{1}); err != nil {
+		return 0
+	}
 	buf := make([]byte, 16)
 	oob := make([]byte, unix.CmsgSpace(2*4))
 	for {

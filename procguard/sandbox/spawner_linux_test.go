@@ -30,13 +30,11 @@ func TestMain(m *testing.M) {
 }
 
 func runSpawnerHost() int {
+	sp := waitSpawner(testTimeout)
 	if err := Prewarm(false); err != nil {
 		fmt.Println("NONE", err)
 		return 0
 	}
-	spawners.Lock()
-	sp := spawners.s
-	spawners.Unlock()
 	pool.Lock()
 	t := pool.ready[0]
 	pool.Unlock()
@@ -47,6 +45,26 @@ func runSpawnerHost() int {
 	fmt.Println("PIDS", sp.proc.Pid, t.proc.Pid)
 	time.Sleep(30 * time.Second)
 	return 0
+}
+
+// waitSpawner starts the spawner and waits until it serves; nil if it
+// does not within d.
+func waitSpawner(d time.Duration) *spawner {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if sp := theSpawner(); sp != nil {
+			return sp
+		}
+	}
+	return nil
+}
+
+func mustSpawner(t *testing.T) *spawner {
+	t.Helper()
+	sp := waitSpawner(testTimeout)
+	if sp == nil {
+		t.Fatal("the spawner never served")
+	}
+	return sp
 }
 
 // parentOf reads pid's parent from /proc.
@@ -100,13 +118,16 @@ func TestSpawner(t *testing.T) {
 	freshPool(t)
 	SetPrewarm(true)
 	defer SetPrewarm(true)
+	// The first trampoline does not wait for the spawner to start.
+	early := readyTrampoline(t)
+	if early.viaSpawner {
+		t.Error("the first trampoline waited for the spawner")
+	}
+	sp := mustSpawner(t)
 	first := readyTrampoline(t)
 	if !first.viaSpawner {
 		t.Fatal("the spawner did not make the trampoline")
 	}
-	spawners.Lock()
-	sp := spawners.s
-	spawners.Unlock()
 	if got := parentOf(t, first.proc.Pid); got != os.Getpid() {
 		t.Errorf("the trampoline's parent is %d, not the host %d", got, os.Getpid())
 	}
@@ -132,11 +153,9 @@ func TestSpawner(t *testing.T) {
 	if fallback.viaSpawner {
 		t.Error("a trampoline came from a dead spawner")
 	}
+	sp2 := mustSpawner(t)
 	again := readyTrampoline(t)
-	spawners.Lock()
-	sp2 := spawners.s
-	spawners.Unlock()
-	if !again.viaSpawner || sp2 == nil || sp2.proc.Pid == sp.proc.Pid {
+	if !again.viaSpawner || sp2.proc.Pid == sp.proc.Pid {
 		t.Errorf("no new spawner made the trampoline after the first died (via spawner %v)", again.viaSpawner)
 	}
 
@@ -160,13 +179,10 @@ func TestSpawner(t *testing.T) {
 	}
 
 	// Spawners that keep failing are given up on: no new one is started.
+	sp3 := mustSpawner(t)
 	spawners.Lock()
-	sp3 := spawners.s
 	spawners.failed = maxSpawnerFailures - 1
 	spawners.Unlock()
-	if sp3 == nil {
-		sp3 = theSpawner()
-	}
 	killSpawner(t, sp3)
 	for range 2 {
 		tr := readyTrampoline(t)
@@ -182,6 +198,7 @@ func TestSpawner(t *testing.T) {
 		t.Errorf("the host did not give up after %d failed spawners", maxSpawnerFailures)
 	}
 
+	early.discard()
 	first.discard()
 	fallback.discard()
 	again.discard()
