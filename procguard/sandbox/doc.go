@@ -19,7 +19,7 @@
 // the host. While the pool is on, its trampolines are cloned by a spawner:
 // the host binary re-executed once, outside every namespace of the
 // sandbox's, which makes each trampoline the host's own child
-// (CLONE_PARENT), so that the host never forks itself (a fork that makes a
+// (CLONE_PARENT), so that the host does not fork itself (a fork that makes a
 // user namespace copies the host's page tables and leaves every page it
 // writes afterwards to a copy-on-write fault). The spawner is one more
 // sleeping process; it dies with the host and with the pool, and until it

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The spawner makes the pool's trampolines, so that the host never forks
+// The spawner makes the pool's trampolines, so that the host does not fork
 // itself.
 //
 // A trampoline's clone makes a user namespace, and Go's os.StartProcess
