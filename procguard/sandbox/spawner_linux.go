@@ -179,7 +179,11 @@ func startSpawner() (*spawner, error) {
 	}
 	// A request takes a few milliseconds; one that takes spawnerTimeout
 	// finds the spawner wedged (stopped, say): it is killed, and the host
-	// clones the trampoline itself.
+	// clones the trampoline itself. Should the spawner have cloned one for
+	// that request after all, it is a child the host does not know of: it
+	// reads EOF on its control socket (closed by the host), exits, and
+	// stays a zombie until the host exits (as a child whose exec failed
+	// in the spawner's os.StartProcess does, which its Wait4 cannot reap).
 	tv := unix.NsecToTimeval(spawnerTimeout.Nanoseconds())
 	if err := unix.SetsockoptTimeval(int(host.Fd()), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		host.Close()
