@@ -465,7 +465,7 @@ func TestHostMountsReachPooledTrampoline(t *testing.T) {
 
 // freshPool turns the pool off and waits until no refill is in flight, so
 // no trampoline made before this point can land in it afterwards.
-func freshPool(t *testing.T) {
+func freshPool(t testing.TB) {
 	t.Helper()
 	SetPrewarm(false)
 	for deadline := time.Now().Add(testTimeout); ; time.Sleep(time.Millisecond) {

@@ -281,3 +281,52 @@ func TestSpawnerDiesWithHost(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTrampolineHostCPU is what making one trampoline costs the
+// host's own CPU (getrusage), cloned by the host itself (pool off) or
+// through the spawner (pool on), by a host that holds and writes 0 or
+// 200 MiB between trampolines (a busy host's heap): the host's fork
+// copies its page tables, and every page it writes afterwards takes a
+// copy-on-write fault; the spawner's clone costs the host neither.
+func BenchmarkTrampolineHostCPU(b *testing.B) {
+	for _, mib := range []int{0, 200} {
+		for _, viaSpawner := range []bool{false, true} {
+			name := fmt.Sprintf("host-%dMiB/direct", mib)
+			if viaSpawner {
+				name = fmt.Sprintf("host-%dMiB/spawner", mib)
+			}
+			b.Run(name, func(b *testing.B) {
+				ballast := make([]byte, mib<<20)
+				freshPool(b)
+				SetPrewarm(viaSpawner)
+				defer SetPrewarm(true)
+				if viaSpawner && waitSpawner(testTimeout) == nil {
+					b.Fatal("the spawner never served")
+				}
+				var cpu time.Duration
+				for b.Loop() {
+					for i := 0; i < len(ballast); i += 4096 {
+						ballast[i]++
+					}
+					var r0, r1 unix.Rusage
+					_ = unix.Getrusage(unix.RUSAGE_SELF, &r0)
+					tr, err := newTrampoline(false)
+					if err != nil {
+						b.Skip(err)
+					}
+					for i := 0; i < len(ballast); i += 4096 {
+						ballast[i]++
+					}
+					_ = unix.Getrusage(unix.RUSAGE_SELF, &r1)
+					cpu += time.Duration(r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano())
+					<-tr.ready
+					if tr.viaSpawner != viaSpawner {
+						b.Fatalf("made via the spawner %v, want %v", tr.viaSpawner, viaSpawner)
+					}
+					tr.discard()
+				}
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "host-µs/op")
+			})
+		}
+	}
+}
