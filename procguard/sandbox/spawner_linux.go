@@ -201,6 +201,10 @@ func startSpawner() (*spawner, error) {
 // spawnerTimeout bounds the wait for the spawner's answer.
 const spawnerTimeout = 5 * time.Second
 
+// maxSpawnerReply bounds an answer of the spawner: a 4-byte pid, or 0 and
+// the error's text.
+const maxSpawnerReply = 512
+
 // start asks the spawner for a trampoline whose descriptors 3 and 4 are
 // ctl and status, and returns it as a process of the host's.
 func (s *spawner) start(hostNet bool, ctl, status *os.File) (*os.Process, error) {
@@ -214,7 +218,7 @@ func (s *spawner) start(hostNet bool, ctl, status *os.File) (*os.Process, error)
 	if err := unix.Sendmsg(int(s.sock.Fd()), req, oob, nil, unix.MSG_NOSIGNAL); err != nil {
 		return nil, os.NewSyscallError("sendmsg", err)
 	}
-	buf := make([]byte, 512)
+	buf := make([]byte, maxSpawnerReply)
 	n, _, _, _, err := unix.Recvmsg(int(s.sock.Fd()), buf, nil, 0)
 	switch {
 	case err != nil:
@@ -255,49 +259,27 @@ func runSpawner() int {
 		if err != nil || n == 0 {
 			return 0
 		}
-		files, err := receivedFiles(oob[:oobn])
-		var pid int
-		if err == nil && len(files) != 2 {
+		files := rightsFiles(oob[:oobn], "fd")
+		var proc *os.Process
+		if len(files) == 2 {
+			proc, err = startInit(buf[0] == 1, files[0], files[1], true)
+		} else {
 			err = fmt.Errorf("%d descriptors, want 2", len(files))
-		}
-		if err == nil {
-			var proc *os.Process
-			if proc, err = startInit(buf[0] == 1, files[0], files[1], true); err == nil {
-				pid = proc.Pid
-				_ = proc.Release() // the host's child, not the spawner's
-			}
 		}
 		for _, f := range files {
 			f.Close()
 		}
-		reply := binary.LittleEndian.AppendUint32(nil, uint32(int32(pid)))
+		// The pid, or 0 and why not.
+		var reply []byte
 		if err != nil {
-			reply = binary.LittleEndian.AppendUint32(nil, 0)
-			reply = append(reply, err.Error()...)
-			if len(reply) > 512 {
-				reply = reply[:512]
-			}
+			reply = append(binary.LittleEndian.AppendUint32(nil, 0), err.Error()...)
+			reply = reply[:min(len(reply), maxSpawnerReply)]
+		} else {
+			reply = binary.LittleEndian.AppendUint32(nil, uint32(proc.Pid))
+			_ = proc.Release() // the host's child, not the spawner's
 		}
 		if _, err := unix.Write(fdSpawner, reply); err != nil {
 			return 0
 		}
 	}
-}
-
-func receivedFiles(oob []byte) ([]*os.File, error) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil, err
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			files = append(files, os.NewFile(uintptr(fd), "fd"))
-		}
-	}
-	return files, nil
 }

@@ -430,18 +430,7 @@ func recvSpec(fd int) (wireSpec, []*os.File, error) {
 	if n == 0 {
 		return ws, nil, errors.New("no spec: the host went away")
 	}
-	var fds []int
-	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for i := range msgs {
-			if more, err := unix.ParseUnixRights(&msgs[i]); err == nil {
-				fds = append(fds, more...)
-			}
-		}
-	}
-	files := make([]*os.File, len(fds))
-	for i, fd := range fds {
-		files[i] = os.NewFile(uintptr(fd), "from-host")
-	}
+	files := rightsFiles(oob[:oobn], "from-host")
 	if n != len(hdr) || len(files) < 3 {
 		return ws, nil, fmt.Errorf("bad spec header (%d bytes, %d descriptors)", n, len(files))
 	}
@@ -467,6 +456,26 @@ func recvSpec(fd int) (wireSpec, []*os.File, error) {
 		return ws, nil, err
 	}
 	return ws, files, nil
+}
+
+// rightsFiles returns the descriptors an SCM_RIGHTS message carried in
+// oob as files named name (control data that is not is skipped).
+func rightsFiles(oob []byte, name string) []*os.File {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for i := range msgs {
+		fds, err := unix.ParseUnixRights(&msgs[i])
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), name))
+		}
+	}
+	return files
 }
 
 // takeFiles takes the target's stdio and the tree cgroups' files from the
