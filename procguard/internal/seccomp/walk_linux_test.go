@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -21,31 +22,15 @@ import (
 func TestFastWalkAgreesWithSlow(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(d, "real", "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d, "real", "sub", "file"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for link, to := range map[string]string{
+	d := linkedTree(t, "real/sub/file", map[string]string{
 		"rel":      "real",
-		"abs":      filepath.Join(d, "real"),
+		"abs":      "$D/real",
 		"chain":    "rel",
 		"up":       "real/sub/../..",
 		"cwd":      "/proc/self/cwd",
 		"procself": "/proc/self",
-	} {
-		if err := os.Symlink(to, filepath.Join(d, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tid := unix.Gettid()
-	tk := &task{root: -1}
-	tk.reset(uint32(tid))
+	})
+	tk, tid := thisTask()
 	start, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -103,23 +88,9 @@ func TestFastWalkAgreesWithSlow(t *testing.T) {
 func BenchmarkWalkLinkedDir(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	d, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(d, "usr", "bin"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d, "usr", "bin", "true"), nil, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.Symlink("usr/bin", filepath.Join(d, "bin")); err != nil {
-		b.Fatal(err)
-	}
+	d := linkedTree(b, "usr/bin/true", map[string]string{"bin": "usr/bin"})
 	name := filepath.Join(d, "bin", "true")
-	tid := unix.Gettid()
-	tk := &task{root: -1}
-	tk.reset(uint32(tid))
+	tk, tid := thisTask()
 	for _, mode := range []string{"lookup", "slow"} {
 		b.Run(mode, func(b *testing.B) {
 			for b.Loop() {
@@ -139,4 +110,36 @@ func BenchmarkWalkLinkedDir(b *testing.B) {
 			}
 		})
 	}
+}
+
+// linkedTree makes, in a new temp dir whose own path has no link, the
+// file (and its directories) and the symbolic links (name: text, "$D"
+// in a text standing for the dir), and returns the dir.
+func linkedTree(tb testing.TB, file string, links map[string]string) string {
+	tb.Helper()
+	d, err := filepath.EvalSymlinks(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(d, filepath.Dir(file)), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, file), nil, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for link, to := range links {
+		if err := os.Symlink(strings.ReplaceAll(to, "$D", d), filepath.Join(d, link)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return d
+}
+
+// thisTask is the calling thread as the task a walker resolves for; the
+// caller has locked its goroutine to the thread.
+func thisTask() (*task, int) {
+	tid := unix.Gettid()
+	tk := &task{root: -1}
+	tk.reset(uint32(tid))
+	return tk, tid
 }
