@@ -32,6 +32,11 @@ type result struct {
 	errno   unix.Errno // the call's error
 	async   bool       // the act runs on its own thread, which answers
 	cont    bool       // the kernel performs the call itself (an O_PATH open)
+	// made is the entry an exclusive create (O_CREAT|O_EXCL) made for fd:
+	// removed again when fd cannot be installed in the task, as the
+	// kernel, which finds the task a free descriptor first, would never
+	// have created it.
+	made *target
 }
 
 func fail(e unix.Errno) result { return result{fd: -1, errno: e} }
@@ -231,7 +236,23 @@ func (s *server) openEntry(r *request, tg *target, flags int, cloexec bool) resu
 			}
 		}
 	}
-	return result{fd: fd, cloexec: cloexec}
+	res := result{fd: fd, cloexec: cloexec}
+	if flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL {
+		res.made = tg
+	}
+	return res
+}
+
+// unmake removes the entry an exclusive create made for fd, when it is
+// still that file.
+func unmake(tg *target, fd int) {
+	var made, now unix.Stat_t
+	if unix.Fstat(fd, &made) != nil || unix.Fstatat(tg.dir, tg.name, &now, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	if made.Dev == now.Dev && made.Ino == now.Ino {
+		_ = unix.Unlinkat(tg.dir, tg.name, 0)
+	}
 }
 
 // openTTY opens the task's controlling terminal for /dev/tty: ENXIO when
@@ -406,7 +427,7 @@ func (s *server) async(r *request, fn func(held []target) result) result {
 	if err != nil {
 		return fail(unix.EAGAIN)
 	}
-	id := r.id
+	id, pid := r.id, uint32(r.call.Pid)
 	confine := s.confine
 	// The request's descriptors close when act returns; what fn uses must
 	// outlive it, so the targets it reads are handed over.
@@ -432,7 +453,7 @@ func (s *server) async(r *request, fn func(held []target) result) result {
 			res = fn(held)
 		}
 		answer := server{fd: lfd, resp: make([]uint64, len(s.resp))}
-		_ = answer.send(id, res)
+		_ = answer.send(id, pid, res)
 	}()
 	return result{async: true}
 }

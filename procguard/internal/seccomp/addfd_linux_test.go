@@ -3,9 +3,15 @@
 package seccomp
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,8 +25,19 @@ import (
 // each open must hand back a descriptor the write goes to. A signal in
 // the serving thread's wait for the descriptor to be installed must not
 // leave the open answered with nothing installed (an open that returns 0,
-// then a write that fails with EBADF).
+// then a write that fails with EBADF), whether the descriptor is added
+// and the call completed in one ioctl or in two (older kernels).
 func TestOpensUnderSignals(t *testing.T) {
+	for _, two := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one step", true: "two steps"}[two], func(t *testing.T) {
+			defer addFdTwoSteps.Store(addFdTwoSteps.Load())
+			addFdTwoSteps.Store(two)
+			opensUnderSignals(t)
+		})
+	}
+}
+
+func opensUnderSignals(t *testing.T) {
 	dir := realTempDir(t)
 	const files = 1500
 	var stopSignals atomic.Bool
@@ -73,6 +90,110 @@ func TestOpensUnderSignals(t *testing.T) {
 		t.Fatalf("wrote %d, judged %d, want %d each", wrote, rec.count(), files)
 	}
 	t.Logf("%d files written through the supervisor under %d signals", wrote, n)
+}
+
+// TestServingThreadBlocksSignals reads the serving thread's signal mask
+// from the kernel while it judges a call: the signals another thread or
+// process could send it are blocked (so none interrupts an add of a
+// descriptor), the faults it may raise itself are not.
+func TestServingThreadBlocksSignals(t *testing.T) {
+	var blocked uint64
+	var readErr error
+	rec := &recorder{hook: func(c *Call) unix.Errno {
+		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/status")
+		if err != nil {
+			readErr = err
+			return 0
+		}
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "SigBlk:"); ok {
+				blocked, readErr = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			}
+		}
+		return 0
+	}}
+	dir := realTempDir(t)
+	stop := newStopper()
+	listener, done := filtered(t, Filter{}, func() { _ = create(dir + "/f") })
+	wait := serve(t, listener, stop, rec.decide)
+	waitDone(t, done, stop)
+	if err := wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if rec.count() != 1 || readErr != nil {
+		t.Fatalf("judged %d calls (want 1), reading the mask: %v", rec.count(), readErr)
+	}
+	for sig, want := range map[unix.Signal]bool{
+		unix.SIGURG: true, unix.SIGPROF: true, unix.SIGCHLD: true, unix.SIGTERM: true, unix.SIGINT: true,
+		unix.SIGQUIT: true, unix.SIGUSR1: true, unix.SIGALRM: true, unix.SIGPIPE: true, unix.SIGWINCH: true,
+		unix.SIGSEGV: false, unix.SIGBUS: false, unix.SIGFPE: false, unix.SIGABRT: false, 33: false,
+	} {
+		if got := blocked&(1<<(sig-1)) != 0; got != want {
+			t.Errorf("%v (%d) blocked: %v, want %v (SigBlk %016x)", sig, sig, got, want, blocked)
+		}
+	}
+}
+
+// TestCreateBeyondDescriptorLimit runs a child that lowers its own
+// descriptor limit and creates files until an open fails: the failing
+// open says EMFILE, as the kernel's would, and leaves no file behind (the
+// supervisor created it before the task had no room for it), while every
+// earlier open handed back a descriptor of its own file.
+func TestCreateBeyondDescriptorLimit(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	const script = `
+import errno, os, resource, sys
+d = sys.argv[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (12, 12))
+fds, err = [], 0
+for i in range(64):
+    try:
+        fds.append(os.open("%s/f%d" % (d, i), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except OSError as e:
+        err = e.errno
+        break
+for i, fd in enumerate(fds):
+    os.write(fd, b"f%d" % i)
+print(err, len(fds))
+`
+	for _, two := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one step", true: "two steps"}[two], func(t *testing.T) {
+			defer addFdTwoSteps.Store(addFdTwoSteps.Load())
+			addFdTwoSteps.Store(two)
+			dir := realTempDir(t)
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, python, "-I", "-B", "-c", script, dir)
+			var out, errOut strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			rec := &recorder{}
+			if err := runChild(t, Filter{}, cmd, rec); err != nil {
+				t.Fatalf("python: %v\n%s", err, errOut.String())
+			}
+			var code, n int
+			if _, err := fmt.Sscan(out.String(), &code, &n); err != nil {
+				t.Fatalf("output %q: %v\n%s", out.String(), err, errOut.String())
+			}
+			if unix.Errno(code) != unix.EMFILE || n < 3 {
+				t.Fatalf("the child opened %d files, then errno %d (%v), want EMFILE after a few", n, code, unix.Errno(code))
+			}
+			if rec.count() < n+1 {
+				t.Fatalf("only %d calls judged for %d opens", rec.count(), n+1)
+			}
+			for i := range n {
+				name := dir + "/f" + strconv.Itoa(i)
+				if b, err := os.ReadFile(name); err != nil || string(b) != "f"+strconv.Itoa(i) {
+					t.Errorf("%s: %q, %v: the descriptor was not its own", name, b, err)
+				}
+			}
+			if _, err := os.Lstat(dir + "/f" + strconv.Itoa(n)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the open that failed left f%d behind: %v", n, err)
+			}
+		})
+	}
 }
 
 // TestServeLeavesNoDescriptors runs every kind of act (creates, reads

@@ -72,10 +72,38 @@ func (c *threadCaps) set(on bool) {
 // dedicate makes the calling thread the serving thread: locked to the
 // goroutine for good (the runtime ends it when the goroutine returns), a
 // file-system context of its own (so setting the umask for a task's
-// create touches no other thread), and no capability but CAP_SYS_PTRACE.
+// create touches no other thread), no capability but CAP_SYS_PTRACE, and
+// asynchronous signals blocked (see blockAsyncSignals).
 func dedicate() error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return err
 	}
+	if err := blockAsyncSignals(); err != nil {
+		return err
+	}
 	return dropCapabilities()
+}
+
+// blockAsyncSignals blocks, on the calling thread only, every signal
+// another thread or process could send it, so none interrupts the wait in
+// SECCOMP_IOCTL_NOTIF_ADDFD (see server.addFd): the Go runtime's
+// preemption (SIGURG, which it sends only to threads running Go code, and
+// this one waits in a system call there) and profiling signals, SIGCHLD,
+// the signals a host forwards. Process-directed signals go to the
+// process's other threads. Left open: the faults the thread itself raises
+// (the runtime turns them into panics and crash reports), SIGABRT, and
+// the two signals glibc and Go's runtime send every thread of the process
+// to change its credentials (32 and 33, which they wait for each thread to
+// take). SIGKILL and SIGSTOP cannot be blocked.
+func blockAsyncSignals() error {
+	var set unix.Sigset_t
+	for sig := unix.Signal(1); sig <= 64; sig++ {
+		switch sig {
+		case unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS,
+			unix.SIGABRT, unix.SIGKILL, unix.SIGSTOP, 32, 33:
+			continue
+		}
+		set.Val[(sig-1)/64] |= 1 << ((sig - 1) % 64)
+	}
+	return unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil)
 }

@@ -28,8 +28,15 @@
 //     descriptor it resolved, never on the name (openat, mkdirat, mknodat,
 //     unlinkat, renameat2, linkat, symlinkat, truncate, chmod, connect),
 //     and the result goes back to the task: a descriptor through
-//     SECCOMP_IOCTL_NOTIF_ADDFD, then its number as the call's value), a
-//     value or an errno.
+//     SECCOMP_IOCTL_NOTIF_ADDFD, which on Linux 5.14 and later completes
+//     the call with its number in the same step (SECCOMP_ADDFD_FLAG_SEND;
+//     an exclusive create whose descriptor the task has no room for is
+//     removed again, and the call fails with EMFILE as the kernel's
+//     would), a value or an errno. The threads that answer block every
+//     signal another thread or process could send them, so none can
+//     interrupt an add; a stop of the whole supervisor (SIGSTOP, a
+//     freezer, a debugger) that still does kills the task rather than let
+//     its open return a descriptor it does not have.
 //
 // What it guarantees, for a task carrying the filter:
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -308,7 +309,7 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 	n := (*notif)(unsafe.Pointer(&s.recv[0]))
 	id := n.id
 	if s.floor {
-		return s.send(id, result{fd: -1, cont: true})
+		return s.send(id, n.pid, result{fd: -1, cont: true})
 	}
 
 	s.t.reset(n.pid)
@@ -335,50 +336,23 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 		errno = s.beforeExec(r.call)
 	}
 	if errno != 0 {
-		return s.send(id, fail(errno))
+		return s.send(id, n.pid, fail(errno))
 	}
 	res := s.act(r)
 	if res.async {
 		return nil
 	}
-	return s.send(id, res)
+	return s.send(id, n.pid, res)
 }
 
-// send answers call id: installs res.fd in the task (SECCOMP_IOCTL_NOTIF_ADDFD)
-// and completes the call with the new descriptor's number, or completes
-// it with res.val or res.errno. res.fd is closed.
-//
-// The descriptor is added and the call completed in two steps, not with
-// SECCOMP_ADDFD_FLAG_SEND: with that flag the kernel marks the call
-// answered before it waits for the task to take the descriptor, and a
-// signal to the serving thread in that wait (the Go runtime's preemption
-// signal) withdraws the descriptor while the call stays answered, so the
-// task's open would return 0 with nothing installed. Without it an
-// interrupted add is either done (its number is returned) or undone and
-// restarted.
-func (s *server) send(id uint64, res result) error {
+// send answers call id of task pid: installs res.fd in the task and
+// completes the call with the new descriptor's number (addFd), or
+// completes it with res.val or res.errno. res.fd is closed.
+func (s *server) send(id uint64, pid uint32, res result) error {
 	if res.fd >= 0 {
-		add := notifAddfd{id: id, srcfd: uint32(res.fd)}
-		if res.cloexec {
-			add.newfdFlags = unix.O_CLOEXEC
-		}
-		var nfd uintptr
-		var e unix.Errno
-		for {
-			nfd, _, e = unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
-			if e != unix.EINTR {
-				break
-			}
-		}
-		unix.Close(res.fd)
-		switch e {
-		case 0:
-			res = done(int64(nfd))
-		case unix.ENOENT:
-			return nil // the task was killed
-		default:
-			// EMFILE and the like: the task's call fails with it.
-			res = fail(e)
+		var answered bool
+		if answered, res = s.addFd(id, pid, res); answered {
+			return nil
 		}
 	}
 	clear(s.resp)
@@ -395,5 +369,66 @@ func (s *server) send(id uint64, res result) error {
 		return nil
 	default:
 		return fmt.Errorf("seccomp: %w", os.NewSyscallError("ioctl(SECCOMP_IOCTL_NOTIF_SEND)", e))
+	}
+}
+
+// addFdTwoSteps is set once the kernel has refused SECCOMP_ADDFD_FLAG_SEND
+// (before Linux 5.14): descriptors are then added, and calls completed,
+// in two steps.
+var addFdTwoSteps atomic.Bool
+
+// addFd installs res.fd (closed on return) in the task, close-on-exec if
+// res.cloexec. Where the kernel can (SECCOMP_ADDFD_FLAG_SEND, Linux 5.14)
+// the same ioctl completes the call with the new descriptor's number and
+// answered is true: the task wakes once, where adding and then sending
+// wakes it twice and makes the serving thread wait for it in between (a
+// round trip, a quarter of a trapped open's cost here). Otherwise next is
+// what send must still answer: the descriptor's number, or the error
+// that kept it from being installed (EMFILE and the like), which the
+// call then fails with, having created nothing (res.made is removed).
+// answered is also true when the task is gone.
+//
+// With the flag the kernel marks the call answered before it waits for
+// the task to take the descriptor. A signal that interrupted that wait
+// would withdraw the descriptor and leave the call answered with 0 and
+// nothing installed; the ioctl, made again, then says EINPROGRESS. The
+// threads that answer block every signal another thread or process
+// could send them (dedicate), so only a stop of the whole supervisor
+// (SIGSTOP, a freezer, a debugger) can still do that; the task is then
+// killed, so that no open returns a descriptor it does not have.
+func (s *server) addFd(id uint64, pid uint32, res result) (answered bool, next result) {
+	defer unix.Close(res.fd)
+	add := notifAddfd{id: id, srcfd: uint32(res.fd)}
+	if res.cloexec {
+		add.newfdFlags = unix.O_CLOEXEC
+	}
+	send := !addFdTwoSteps.Load()
+	for {
+		add.flags = 0
+		if send {
+			add.flags = unix.SECCOMP_ADDFD_FLAG_SEND
+		}
+		nfd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s.fd), unix.SECCOMP_IOCTL_NOTIF_ADDFD, uintptr(unsafe.Pointer(&add)))
+		switch {
+		case e == unix.EINTR:
+			// Without the flag an interrupted add is either done (its
+			// number is returned) or undone, and is made again.
+		case e == unix.EINVAL && send:
+			addFdTwoSteps.Store(true)
+			send = false
+		case e == 0 && send, e == unix.ENOENT:
+			// Answered; or ENOENT: the task was killed.
+			return true, result{}
+		case e == 0:
+			return false, done(int64(nfd))
+		case e == unix.EINPROGRESS && send:
+			_ = unix.Kill(int(pid), unix.SIGKILL)
+			return true, result{}
+		default:
+			if res.made != nil {
+				unmake(res.made, res.fd)
+			}
+			return false, fail(e)
+		}
 	}
 }
