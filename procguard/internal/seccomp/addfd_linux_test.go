@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,6 +192,78 @@ print(err, len(fds))
 			}
 			if _, err := os.Lstat(dir + "/f" + strconv.Itoa(n)); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("the open that failed left f%d behind: %v", n, err)
+			}
+		})
+	}
+}
+
+// TestCreateOfKilledTask kills a child after the supervisor made its
+// exclusive create and before it hands over the descriptor: the child's
+// call never returns, so, as with the kernel, no file may be left behind.
+func TestCreateOfKilledTask(t *testing.T) {
+	for _, two := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one step", true: "two steps"}[two], func(t *testing.T) {
+			defer addFdTwoSteps.Store(addFdTwoSteps.Load())
+			addFdTwoSteps.Store(two)
+			dir := realTempDir(t)
+			victim := dir + "/victim"
+			const script = `
+import os, sys
+d = sys.argv[1]
+open(d + "/before", "w").close()
+os.open(d + "/victim", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+open(d + "/after", "w").close()
+`
+			python, err := exec.LookPath("python3")
+			if err != nil {
+				t.Skip("python3 is not installed")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, python, "-I", "-B", "-c", script, dir)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			var killed error
+			made := false
+			testHookAfterAct = func(c *Call) {
+				if len(c.Paths) == 0 || c.Paths[0].Name != victim {
+					return
+				}
+				_, err := os.Lstat(victim)
+				made = err == nil
+				// Kill the child (the caller: python has one thread here)
+				// and wait until it is a zombie: its call is withdrawn by
+				// then.
+				if killed = unix.Kill(c.Pid, unix.SIGKILL); killed != nil {
+					return
+				}
+				deadline := time.Now().Add(bound)
+				for time.Now().Before(deadline) {
+					b, err := os.ReadFile("/proc/" + strconv.Itoa(c.Pid) + "/stat")
+					if i := strings.LastIndexByte(string(b), ')'); err != nil || i > 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X') {
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				killed = errors.New("the child did not die")
+			}
+			defer func() { testHookAfterAct = nil }()
+			err = runChild(t, Filter{}, cmd, &recorder{})
+			if killed != nil {
+				t.Fatalf("killing the child: %v", killed)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != unix.SIGKILL {
+				t.Fatalf("the child ended with %v, want SIGKILL\n%s", err, stderr.String())
+			}
+			if _, err := os.Stat(dir + "/before"); err != nil || !made {
+				t.Fatalf("the child did not run, or its create was not made (%v)\n%s", err, stderr.String())
+			}
+			if _, err := os.Lstat(victim); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the killed child's create left the file behind: %v", err)
+			}
+			if _, err := os.Lstat(dir + "/after"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the child went on after its kill: %v", err)
 			}
 		})
 	}

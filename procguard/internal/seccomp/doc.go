@@ -29,10 +29,11 @@
 //     unlinkat, renameat2, linkat, symlinkat, truncate, chmod, connect),
 //     and the result goes back to the task: a descriptor through
 //     SECCOMP_IOCTL_NOTIF_ADDFD, which on Linux 5.14 and later completes
-//     the call with its number in the same step (SECCOMP_ADDFD_FLAG_SEND;
-//     an exclusive create whose descriptor the task has no room for is
-//     removed again, and the call fails with EMFILE as the kernel's
-//     would), a value or an errno. The threads that answer block every
+//     the call with its number in the same step (SECCOMP_ADDFD_FLAG_SEND),
+//     a value or an errno. An exclusive create whose descriptor is never
+//     installed (the task has no room for it, and the call fails with
+//     EMFILE as the kernel's would; or the task was killed in the call) is
+//     removed again. The threads that answer block every
 //     signal another thread or process could send them, so none can
 //     interrupt an add; a stop of the whole supervisor (SIGSTOP, a
 //     freezer, a debugger) that still does kills the task rather than let

@@ -342,8 +342,15 @@ func (s *server) answer(decide func(*Call) unix.Errno) error {
 	if res.async {
 		return nil
 	}
+	if testHookAfterAct != nil {
+		testHookAfterAct(r.call)
+	}
 	return s.send(id, n.pid, res)
 }
+
+// testHookAfterAct, set by tests only, runs between a call's act and its
+// answer.
+var testHookAfterAct func(*Call)
 
 // send answers call id of task pid: installs res.fd in the task and
 // completes the call with the new descriptor's number (addFd), or
@@ -385,8 +392,9 @@ var addFdTwoSteps atomic.Bool
 // round trip, a quarter of a trapped open's cost here). Otherwise next is
 // what send must still answer: the descriptor's number, or the error
 // that kept it from being installed (EMFILE and the like), which the
-// call then fails with, having created nothing (res.made is removed).
-// answered is also true when the task is gone.
+// call then fails with. answered is also true when the task is gone. A
+// descriptor that is never installed leaves nothing behind: the entry an
+// exclusive create made for it (res.made) is removed again.
 //
 // With the flag the kernel marks the call answered before it waits for
 // the task to take the descriptor. A signal that interrupted that wait
@@ -416,8 +424,14 @@ func (s *server) addFd(id uint64, pid uint32, res result) (answered bool, next r
 		case e == unix.EINVAL && send:
 			addFdTwoSteps.Store(true)
 			send = false
-		case e == 0 && send, e == unix.ENOENT:
-			// Answered; or ENOENT: the task was killed.
+		case e == 0 && send:
+			return true, result{}
+		case e == unix.ENOENT:
+			// The task was killed in the call, which never returns: as
+			// for the kernel, it created nothing.
+			if res.made != nil {
+				unmake(res.made, res.fd)
+			}
 			return true, result{}
 		case e == 0:
 			return false, done(int64(nfd))
