@@ -33,11 +33,11 @@
 //     a value or an errno. An exclusive create whose descriptor is never
 //     installed (the task has no room for it, and the call fails with
 //     EMFILE as the kernel's would; or the task was killed in the call) is
-//     removed again. The threads that answer block every
-//     signal another thread or process could send them, so none can
-//     interrupt an add; a stop of the whole supervisor (SIGSTOP, a
-//     freezer, a debugger) that still does kills the task rather than let
-//     its open return a descriptor it does not have.
+//     removed again. The threads that answer block every signal another
+//     thread or process could send them, so none can interrupt an add; a
+//     stop of the whole supervisor (SIGSTOP, a freezer, a debugger) that
+//     still does kills the task rather than let its open return a
+//     descriptor it does not have.
 //
 // What it guarantees, for a task carrying the filter:
 //
