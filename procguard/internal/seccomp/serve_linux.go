@@ -393,8 +393,11 @@ var addFdTwoSteps atomic.Bool
 // what send must still answer: the descriptor's number, or the error
 // that kept it from being installed (EMFILE and the like), which the
 // call then fails with. answered is also true when the task is gone. A
-// descriptor that is never installed leaves nothing behind: the entry an
-// exclusive create made for it (res.made) is removed again.
+// descriptor that is never installed (the task is out of room, was
+// killed in the call, or is killed after an interrupted add, below)
+// leaves nothing behind: the entry an exclusive create made
+// for it (res.made) is removed again, as the kernel would never have made
+// it.
 //
 // With the flag the kernel marks the call answered before it waits for
 // the task to take the descriptor. A signal that interrupted that wait
@@ -405,7 +408,13 @@ var addFdTwoSteps atomic.Bool
 // (SIGSTOP, a freezer, a debugger) can still do that; the task is then
 // killed, so that no open returns a descriptor it does not have.
 func (s *server) addFd(id uint64, pid uint32, res result) (answered bool, next result) {
-	defer unix.Close(res.fd)
+	installed := false
+	defer func() {
+		if !installed && res.made != nil {
+			unmake(res.made, res.fd)
+		}
+		unix.Close(res.fd)
+	}()
 	add := notifAddfd{id: id, srcfd: uint32(res.fd)}
 	if res.cloexec {
 		add.newfdFlags = unix.O_CLOEXEC
@@ -424,24 +433,19 @@ func (s *server) addFd(id uint64, pid uint32, res result) (answered bool, next r
 		case e == unix.EINVAL && send:
 			addFdTwoSteps.Store(true)
 			send = false
-		case e == 0 && send:
-			return true, result{}
-		case e == unix.ENOENT:
-			// The task was killed in the call, which never returns: as
-			// for the kernel, it created nothing.
-			if res.made != nil {
-				unmake(res.made, res.fd)
-			}
-			return true, result{}
 		case e == 0:
+			installed = true
+			if send {
+				return true, result{}
+			}
 			return false, done(int64(nfd))
+		case e == unix.ENOENT:
+			// The task was killed in the call, which never returns.
+			return true, result{}
 		case e == unix.EINPROGRESS && send:
 			_ = unix.Kill(int(pid), unix.SIGKILL)
 			return true, result{}
 		default:
-			if res.made != nil {
-				unmake(res.made, res.fd)
-			}
 			return false, fail(e)
 		}
 	}
