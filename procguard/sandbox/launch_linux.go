@@ -88,31 +88,45 @@ type trampoline struct {
 // once the init exists; its runtime and the set-up that needs no spec
 // (mounts made slaves, /proc, loopback) go on without the host.
 func newTrampoline(hostNet bool) (*trampoline, error) {
-	ctl, ctlIn, err := socketPair("sandbox-ctl", unix.SOCK_STREAM)
+	f, err := newInitFiles()
 	if err != nil {
 		return nil, err
 	}
-	defer ctlIn.Close()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		ctl.Close()
-		return nil, err
-	}
-	defer statusW.Close()
 	var proc *os.Process
 	viaSpawner := false
 	if sp := theSpawner(); sp != nil {
 		var ce *cloneError
-		if proc, err = sp.start(hostNet, ctlIn, statusW); err != nil && !errors.As(err, &ce) {
-			dropSpawner(sp)
+		proc, err = sp.start(hostNet, f.ctlIn, f.statusW)
+		if testHookSpawnerReply != nil && err == nil {
+			err = testHookSpawnerReply(proc)
 		}
-		if viaSpawner = proc != nil; viaSpawner {
+		switch {
+		case err == nil:
+			viaSpawner = true
 			spawned()
+		case errors.As(err, &ce):
+			// It cloned nothing: the host's own clone takes these files.
+		default:
+			// It may have cloned a trampoline on these files before it
+			// failed to answer: that one must not share the control
+			// socket with the host's own, which it would take the spec
+			// from, leaving the host waiting on an init that waits for a
+			// spec. The host's own clone gets files of its own; the
+			// other reads EOF once these are closed, and exits.
+			proc = nil
+			dropSpawner(sp)
+			f.close()
+			if f, err = newInitFiles(); err != nil {
+				return nil, err
+			}
 		}
 	}
+	ctl, statusR := f.ctl, f.statusR
 	if proc == nil {
-		spawn(func() { proc, err = startInit(hostNet, ctlIn, statusW, false) })
+		spawn(func() { proc, err = startInit(hostNet, f.ctlIn, f.statusW, false) })
 	}
+	f.ctlIn.Close()
+	f.statusW.Close()
 	if err != nil {
 		ctl.Close()
 		statusR.Close()
@@ -132,6 +146,37 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 	go t.readStatus()
 	return t, nil
 }
+
+// initFiles are a trampoline's control socket and status pipe: the
+// host's ends and init's.
+type initFiles struct {
+	ctl, ctlIn, statusR, statusW *os.File
+}
+
+func newInitFiles() (initFiles, error) {
+	ctl, ctlIn, err := socketPair("sandbox-ctl", unix.SOCK_STREAM)
+	if err != nil {
+		return initFiles{}, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		ctl.Close()
+		ctlIn.Close()
+		return initFiles{}, err
+	}
+	return initFiles{ctl, ctlIn, statusR, statusW}, nil
+}
+
+func (f initFiles) close() {
+	for _, x := range []*os.File{f.ctl, f.ctlIn, f.statusR, f.statusW} {
+		x.Close()
+	}
+}
+
+// testHookSpawnerReply, when set, sees each trampoline the spawner made
+// for newTrampoline; an error it returns stands for the spawner's answer
+// lost after the clone.
+var testHookSpawnerReply func(*os.Process) error
 
 // startInit re-executes the host binary as a sandbox init in new
 // namespaces, with ctl and status as its descriptors 3 and 4. The host

@@ -101,7 +101,7 @@ func theSpawner() *spawner {
 func (s *spawner) awaitReady() {
 	s.mu.Lock()
 	var b [1]byte
-	n, _, _, _, err := unix.Recvmsg(int(s.sock.Fd()), b[:], nil, 0)
+	n, err := s.recv(b[:])
 	s.mu.Unlock()
 	if err != nil || n != 1 {
 		dropSpawner(s)
@@ -177,18 +177,6 @@ func startSpawner() (*spawner, error) {
 			Setpgid:   true,
 		},
 	}
-	// A request takes a few milliseconds; one that takes spawnerTimeout
-	// finds the spawner wedged (stopped, say): it is killed, and the host
-	// clones the trampoline itself. Should the spawner have cloned one for
-	// that request after all, it is a child the host does not know of: it
-	// reads EOF on its control socket (closed by the host), exits, and
-	// stays a zombie until the host exits (as a child whose exec failed
-	// in the spawner's os.StartProcess does, which its Wait4 cannot reap).
-	tv := unix.NsecToTimeval(spawnerTimeout.Nanoseconds())
-	if err := unix.SetsockoptTimeval(int(host.Fd()), unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		host.Close()
-		return nil, os.NewSyscallError("setsockopt", err)
-	}
 	var proc *os.Process
 	spawn(func() { proc, err = os.StartProcess("/proc/self/exe", []string{spawnerArg0}, attr) })
 	if err != nil {
@@ -198,8 +186,55 @@ func startSpawner() (*spawner, error) {
 	return &spawner{proc: proc, sock: host}, nil
 }
 
-// spawnerTimeout bounds the wait for the spawner's answer.
+// spawnerTimeout bounds the wait for the spawner's answer. A request
+// takes a few milliseconds; one that takes spawnerTimeout finds the
+// spawner wedged (stopped, say): it is killed, and the host clones the
+// trampoline itself, on descriptors of its own (newTrampoline). Should
+// the spawner have cloned one for that request after all, it is a child
+// the host does not know of: it reads EOF on its control socket (closed
+// by the host), exits, and stays a zombie until the host exits (as a
+// child whose exec failed in the spawner's os.StartProcess does, which
+// its Wait4 cannot reap).
 const spawnerTimeout = 5 * time.Second
+
+// errSpawnerTimeout: the spawner did not answer within spawnerTimeout.
+var errSpawnerTimeout = errors.New("the spawner did not answer in time")
+
+// recv reads one message of the spawner's into buf, waiting at most
+// spawnerTimeout. A signal does not end the wait (Go's runtime signals
+// its threads all the time to preempt them): poll is made again for the
+// time left. A socket timeout (SO_RCVTIMEO) would not do: a blocking
+// call on such a socket is never restarted after a signal handler, so
+// the wait would end in EINTR with the answer still to come.
+func (s *spawner) recv(buf []byte) (int, error) {
+	fd := int(s.sock.Fd())
+	deadline := time.Now().Add(spawnerTimeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, errSpawnerTimeout
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		ms := int((left + time.Millisecond - 1) / time.Millisecond)
+		if _, err := unix.Poll(fds, ms); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return 0, os.NewSyscallError("poll", err)
+		}
+		if fds[0].Revents == 0 {
+			continue // the deadline, checked above
+		}
+		n, _, _, _, err := unix.Recvmsg(fd, buf, nil, unix.MSG_DONTWAIT)
+		switch err {
+		case nil:
+			return n, nil
+		case unix.EINTR, unix.EAGAIN:
+			continue
+		}
+		return 0, os.NewSyscallError("recvmsg", err)
+	}
+}
 
 // maxSpawnerReply bounds an answer of the spawner: a 4-byte pid, or 0 and
 // the error's text.
@@ -219,10 +254,10 @@ func (s *spawner) start(hostNet bool, ctl, status *os.File) (*os.Process, error)
 		return nil, os.NewSyscallError("sendmsg", err)
 	}
 	buf := make([]byte, maxSpawnerReply)
-	n, _, _, _, err := unix.Recvmsg(int(s.sock.Fd()), buf, nil, 0)
+	n, err := s.recv(buf)
 	switch {
 	case err != nil:
-		return nil, os.NewSyscallError("recvmsg", err)
+		return nil, err
 	case n < 4:
 		return nil, errors.New("the spawner ended")
 	}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -206,6 +207,120 @@ func TestSpawner(t *testing.T) {
 	SetPrewarm(false)
 	if kids := children(t); len(kids) > 0 {
 		t.Errorf("SetPrewarm(false) left children: %v", kids)
+	}
+}
+
+// TestSpawnerAnswerThroughSignals: a host thread waiting for the
+// spawner's answer is interrupted by signals (Go's runtime preempts
+// threads with SIGURG); the wait goes on, and the trampoline is the
+// spawner's. A wait that ended at the first signal used to give up on
+// the spawner while it was still cloning: the host then cloned its own
+// trampoline on the same control socket, the spawner's took its spec,
+// and the command's Wait waited for ever on an init that waited for a
+// spec (8 commands started in parallel hung within a few hundred).
+func TestSpawnerAnswerThroughSignals(t *testing.T) {
+	freshPool(t)
+	SetPrewarm(true)
+	defer SetPrewarm(true)
+	sp := mustSpawner(t)
+	// Stopped, the spawner answers only once it is continued: the host
+	// waits meanwhile, and its threads are signalled throughout.
+	if err := unix.Kill(sp.proc.Pid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	type made struct {
+		tr  *trampoline
+		err error
+	}
+	got := make(chan made, 1)
+	go func() {
+		tr, err := newTrampoline(false)
+		got <- made{tr, err}
+	}()
+	signals := 0
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
+		tids, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range tids {
+			if tid, err := strconv.Atoi(d.Name()); err == nil && unix.Tgkill(os.Getpid(), tid, unix.SIGURG) == nil {
+				signals++
+			}
+		}
+	}
+	// A spawner given up on is dead already (os.ErrProcessDone).
+	if err := sp.proc.Signal(unix.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Fatal(err)
+	}
+	var m made
+	select {
+	case m = <-got:
+	case <-time.After(testTimeout):
+		t.Fatal("no trampoline after the spawner was continued")
+	}
+	if m.err != nil {
+		t.Fatal(m.err)
+	}
+	defer m.tr.discard()
+	if !m.tr.viaSpawner {
+		t.Errorf("after %d signals to the host's threads, the trampoline was not the spawner's", signals)
+	}
+	if theSpawner() != sp {
+		t.Error("the spawner was given up on")
+	}
+}
+
+// TestSpawnerLostAnswer: when the spawner's answer is lost after it
+// cloned a trampoline (it died, or was too slow), the host's own
+// trampoline does not share that one's control socket: the orphan reads
+// EOF and exits without a spec, and a command started on the host's
+// trampoline runs there.
+func TestSpawnerLostAnswer(t *testing.T) {
+	freshPool(t)
+	SetPrewarm(true)
+	defer SetPrewarm(true)
+	mustSpawner(t)
+	var orphan *os.Process
+	testHookSpawnerReply = func(p *os.Process) error {
+		orphan = p
+		return errors.New("the answer was lost")
+	}
+	tr, err := newTrampoline(false)
+	testHookSpawnerReply = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orphan == nil || tr.viaSpawner {
+		t.Fatalf("the spawner's trampoline was not set aside (orphan %v, via spawner %v)", orphan, tr.viaSpawner)
+	}
+	// The orphan is this process's child: reap it, waiting at most
+	// testTimeout for it to end on its own.
+	exited := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := orphan.Wait()
+		exited <- st
+	}()
+	select {
+	case st := <-exited:
+		if st == nil || !st.Exited() {
+			t.Errorf("the orphan trampoline ended as %v, not by exiting", st)
+		}
+	case <-time.After(testTimeout):
+		_ = orphan.Kill()
+		<-exited
+		t.Error("the orphan trampoline did not exit: it still holds the control socket")
+	}
+	pool.Lock()
+	pool.ready[0] = tr
+	pool.Unlock()
+	var out bytes.Buffer
+	l, _, err := run(t, shSpec(t, t.TempDir(), `echo ok`), Stdio{Stdout: &out})
+	if err != nil || out.String() != "ok\n" {
+		t.Fatalf("err %v, out %q", err, out.String())
+	}
+	if l.Process.Pid != tr.proc.Pid {
+		t.Errorf("the command ran in %d, not in the host's trampoline %d", l.Process.Pid, tr.proc.Pid)
 	}
 }
 
