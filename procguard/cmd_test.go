@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/policy"
@@ -399,6 +402,41 @@ func TestConcurrentCommands(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestParallelStarts: 8 goroutines start sandboxed commands at once, as
+// an agent's parallel tool calls do; every start ends, in its sandbox.
+// (A trampoline cloned twice on one control socket once left a start
+// waiting for ever here within a few hundred starts; the spawner's own
+// tests hold the cause.)
+func TestParallelStarts(t *testing.T) {
+	e := setup(t, policy.ExecSpec{Rules: allow("true")})
+	const workers, each = 8, 8
+	errs := make(chan error, workers*each)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+				c := procguard.CommandContext(ctx, "true")
+				c.Dir = e.dir
+				t0 := time.Now()
+				err := c.Run()
+				cancel()
+				switch {
+				case err != nil:
+					errs <- fmt.Errorf("worker %d, start %d, after %v: %w", w, i, time.Since(t0).Round(time.Millisecond), err)
+				case c.Confinement.Sandbox == nil && c.Confinement.SandboxNote == "":
+					errs <- fmt.Errorf("worker %d, start %d: no sandbox and no note why", w, i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 
