@@ -454,7 +454,7 @@ func (p *Policy) checkNet(op Op, kind netKind, network, host string, lit netip.A
 		}
 		if !unlocked {
 			if m, ok := special(a); ok {
-				return Deny(TierHard, m.r.rule, m.detail)
+				return Deny(TierHard, m.r.ruleOf(), m.detail)
 			}
 		}
 		if allow == nil {

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/binary"
 	"net/netip"
+	"sync"
 )
 
 // SpecialRange is one special-purpose address block. Connections to it are
@@ -153,12 +154,22 @@ var embeddings = []embedding{
 
 func mp(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
-func init() {
+// specialRules makes the rule of every special-purpose range, once, the
+// first time one is needed (a denial, SpecialRanges) rather than at every
+// process start: the rules' texts cost about half of this package's
+// initialization.
+var specialRules = sync.OnceFunc(func() {
 	for _, t := range [][]SpecialRange{cloudMetadata, special4, special6, outside6} {
 		for i := range t {
 			t[i].rule = specialRule(&t[i])
 		}
 	}
+})
+
+// ruleOf is the rule that denies an address in s.
+func (s *SpecialRange) ruleOf() *Rule {
+	specialRules()
+	return s.rule
 }
 
 func specialRule(s *SpecialRange) *Rule {
@@ -172,6 +183,7 @@ func specialRule(s *SpecialRange) *Rule {
 // IPv6 forms embedding IPv4 (NAT64, IPv4-compatible, IPv4-translated, 6to4,
 // Teredo) are checked through the IPv4 tables first.
 func SpecialRanges() []SpecialRange {
+	specialRules() // the copies carry the rules
 	out := make([]SpecialRange, 0, len(cloudMetadata)+len(special4)+len(special6)+len(outside6))
 	out = append(out, cloudMetadata...)
 	out = append(out, special4...)
