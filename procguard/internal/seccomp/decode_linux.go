@@ -137,15 +137,7 @@ func (t *task) target(r *request, p pathArg, flags uint64, sc scope) (target, un
 			return r.w.withID(r.w.self(dirfd))
 		}
 	}
-	start := -1
-	if name[0] != '/' || sc.inRoot || sc.beneath {
-		var e unix.Errno
-		if start, e = r.w.start(dirfd); e != 0 {
-			return fail, e
-		}
-		defer unix.Close(start)
-	}
-	return r.w.withID(r.w.lookup(start, name, p.follow.final(flags), sc))
+	return r.w.resolve(dirfd, name, p.follow.final(flags), sc)
 }
 
 // connect reads a connect(2)'s address and takes a copy of the socket. A
@@ -176,16 +168,7 @@ func (t *task) connect(r *request) unix.Errno {
 	if i := bytes.IndexByte(sun, 0); i >= 0 {
 		sun = sun[:i]
 	}
-	start := -1
-	name := string(sun)
-	if name[0] != '/' {
-		var e unix.Errno
-		if start, e = r.w.start(unix.AT_FDCWD); e != 0 {
-			return e
-		}
-		defer unix.Close(start)
-	}
-	tg, e := r.w.withID(r.w.lookup(start, name, true, scope{}))
+	tg, e := r.w.resolve(unix.AT_FDCWD, string(sun), true, scope{})
 	if e != 0 {
 		return e
 	}

@@ -169,15 +169,7 @@ func (t *task) loaded(r *request, x *Exec) unix.Errno {
 // from its cwd, every link followed. The target is kept in r.targets, so
 // it is closed with the request.
 func (r *request) hold(name string) (*target, unix.Errno) {
-	start := -1
-	if !strings.HasPrefix(name, "/") {
-		var e unix.Errno
-		if start, e = r.w.start(unix.AT_FDCWD); e != 0 {
-			return nil, e
-		}
-		defer unix.Close(start)
-	}
-	tg, e := r.w.withID(r.w.lookup(start, name, true, scope{}))
+	tg, e := r.w.resolve(unix.AT_FDCWD, name, true, scope{})
 	if e != 0 {
 		return nil, e
 	}

@@ -109,6 +109,9 @@ type walker struct {
 	root  int // the task's root directory, opened lazily; -1 until then
 	pidfd int // the task's pidfd, opened lazily; 0 until then
 	links int
+	// tookStart: the last lookup's target holds the directory it started
+	// from (fast), which resolve then leaves open.
+	tookStart bool
 }
 
 func (w *walker) close() {
@@ -275,10 +278,35 @@ func (w *walker) fdPath(fd int) (string, bool) {
 	return s, true
 }
 
-// lookup resolves name from start (a directory fd it borrows) as the
-// kernel would for the task, with sc's rules, following a symbolic link in
-// the last component when follow is set. It returns the target, whose
+// resolve resolves a name the task passed, as the kernel would for it:
+// a relative name (or any name in a scope that starts there) from dirfd,
+// AT_FDCWD being the task's cwd, an absolute one from the task's root.
+// It returns the target with what it names now (withID), whose
 // descriptors the caller closes.
+func (w *walker) resolve(dirfd int32, name string, follow bool, sc scope) (target, unix.Errno) {
+	if name == "" {
+		return target{dir: -1, obj: -1}, unix.ENOENT
+	}
+	start := -1
+	if name[0] != '/' || sc.inRoot || sc.beneath {
+		var e unix.Errno
+		if start, e = w.start(dirfd); e != 0 {
+			return target{dir: -1, obj: -1}, e
+		}
+	}
+	w.tookStart = false
+	tg, e := w.lookup(start, name, follow, sc)
+	if start >= 0 && !w.tookStart {
+		unix.Close(start)
+	}
+	return w.withID(tg, e)
+}
+
+// lookup resolves name from start (a directory fd it borrows, unless
+// fast takes it over: tookStart) as the kernel would for the task, with
+// sc's rules, following a symbolic link in the last component when
+// follow is set. It returns the target, whose descriptors the caller
+// closes.
 func (w *walker) lookup(start int, name string, follow bool, sc scope) (target, unix.Errno) {
 	if name == "" {
 		return target{dir: -1, obj: -1}, unix.ENOENT
@@ -419,32 +447,54 @@ func (w *walker) fast(start int, name string, follow bool, sc scope) (target, bo
 	} else if sc.inRoot {
 		resolve |= unix.RESOLVE_IN_ROOT
 	}
-	if dirPart == "" {
-		dirPart = "."
+	// A name of one component is looked up in the start itself, which
+	// the target then holds (resolve does not close it): no second open of
+	// the same directory. Whether the start is a directory the kernel
+	// says at the lookup (ENOTDIR), and slow reports it.
+	borrowed := dirPart == "" && start >= 0 && last != "." && last != ".."
+	dir := start
+	if !borrowed {
+		if dirPart == "" {
+			dirPart = "."
+		}
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolve}
+		d, err := unix.Openat2(from, dirPart, &how)
+		if err != nil {
+			return target{}, false
+		}
+		dir = d
 	}
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolve}
-	dir, err := unix.Openat2(from, dirPart, &how)
-	if err != nil {
+	drop := func() {
+		if !borrowed {
+			unix.Close(dir)
+		}
+	}
+	var sfs unix.Statfs_t
+	if unix.Fstatfs(dir, &sfs) != nil || sfs.Type == unix.PROC_SUPER_MAGIC {
+		drop()
 		return target{}, false
 	}
 	e := target{dir: dir, name: last, obj: -1}
-	var sfs unix.Statfs_t
-	if unix.Fstatfs(dir, &sfs) != nil || sfs.Type == unix.PROC_SUPER_MAGIC {
-		e.close()
-		return target{}, false
-	}
 	if last == "." || last == ".." {
 		return e, true
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(dir, last, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+	switch err := unix.Fstatat(dir, last, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil:
 		e.mode, e.dev, e.ino, e.rdev = st.Mode&unix.S_IFMT, st.Dev, st.Ino, st.Rdev
 		if e.mode == unix.S_IFLNK && follow {
-			e.close()
+			drop()
 			return target{}, false
 		}
+	case borrowed && err != unix.ENOENT:
+		// Not a directory, not searchable...: slow says what the
+		// kernel would.
+		return target{}, false
 	}
 	e.known = true
+	if borrowed {
+		w.tookStart = true
+	}
 	return e, true
 }
 

@@ -57,6 +57,12 @@ func TestFastWalkAgreesWithSlow(t *testing.T) {
 		{d + "/procself/status", false}, // /proc/self read as the supervisor would be procfs
 		{"/proc/self/cwd/x", false},
 		{"/proc/thread-self/status", false},
+		// One component: looked up in the start itself, which the target
+		// then holds.
+		{"real", true},
+		{"missing", true},
+		{"rel", true}, // a symbolic link, not followed
+		{"cwd", true}, // a link to a magic link, not followed
 	} {
 		w := walker{t: tk, tid: tid, root: -1}
 		e, ok := w.fast(start, c.name, false, scope{})
@@ -73,11 +79,45 @@ func TestFastWalkAgreesWithSlow(t *testing.T) {
 				t.Errorf("%s: fast gives %q %o %d:%d (%v), slow %q %o %d:%d (%v)", c.name,
 					got.path, got.mode, got.dev, got.ino, errno, want.path, want.mode, want.dev, want.ino, werrno)
 			}
+			if held := w.tookStart; held != (got.dir == start) || held != !strings.Contains(c.name, "/") {
+				t.Errorf("%s: the target holds the start %v, said %v", c.name, got.dir == start, held)
+			}
+			if w.tookStart {
+				got.dir = -1 // start is closed once, below
+				w.tookStart = false
+			}
 			got.close()
 			want.close()
 		}
 		w.close()
 	}
+
+	// A start in procfs is left to slow, and still open.
+	proc, err := unix.Open("/proc/self", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(proc)
+	w := walker{t: tk, tid: tid, root: -1}
+	if _, ok := w.fast(proc, "status", false, scope{}); ok || w.tookStart {
+		t.Errorf("fast took a name in procfs (ok %v, took the start %v)", ok, w.tookStart)
+	}
+	if _, err := unix.FcntlInt(uintptr(proc), unix.F_GETFD, 0); err != nil {
+		t.Errorf("fast closed a start it gave up on: %v", err)
+	}
+	// A start that is not a directory: slow says ENOTDIR.
+	f, err := unix.Open(d+"/real/sub/file", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(f)
+	if _, ok := w.fast(f, "x", false, scope{}); ok || w.tookStart {
+		t.Errorf("fast took a name under a file (ok %v, took the start %v)", ok, w.tookStart)
+	}
+	if _, errno := w.lookup(f, "x", false, scope{}); errno != unix.ENOTDIR {
+		t.Errorf("a name under a file: %v, want ENOTDIR", errno)
+	}
+	w.close()
 }
 
 // BenchmarkWalkLinkedDir resolves a name whose directory is reached
