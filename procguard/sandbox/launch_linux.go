@@ -121,27 +121,26 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 			}
 		}
 	}
-	ctl, statusR := f.ctl, f.statusR
 	if proc == nil {
 		spawn(func() { proc, err = startInit(hostNet, f.ctlIn, f.statusW, false) })
 	}
 	f.ctlIn.Close()
 	f.statusW.Close()
 	if err != nil {
-		ctl.Close()
-		statusR.Close()
+		f.ctl.Close()
+		f.statusR.Close()
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EUSERS) {
 			return nil, fmt.Errorf("%w: cannot create user namespaces: %v", ErrUnavailable, err)
 		}
 		return nil, &SetupError{Step: "clone", Path: "/proc/self/exe", Err: err}
 	}
-	t := &trampoline{proc: proc, ctl: ctl, statusR: statusR, hostNet: hostNet, viaSpawner: viaSpawner,
+	t := &trampoline{proc: proc, ctl: f.ctl, statusR: f.statusR, hostNet: hostNet, viaSpawner: viaSpawner,
 		ready: make(chan struct{}), msgs: make(chan message, 4), exits: make(chan *Exit, 1), gone: make(chan struct{})}
 	// Blocking reads (Fd puts the pipe in blocking mode): the reader's
 	// thread wakes as soon as init writes, without a hop through the
 	// runtime's poller. A child's exec waits for the host's answer to each
 	// "exec" line, so this wake-up is on every program a command starts.
-	_ = statusR.Fd()
+	_ = t.statusR.Fd()
 	t.readers.Add(1)
 	go t.readStatus()
 	return t, nil
