@@ -62,7 +62,18 @@ type Cmd struct {
 	// stays nil: a failed program gives a *sandbox.ExitError.
 	Session *Session
 
-	Process      *os.Process
+	// Process is the started process: in the sandbox, the sandbox's init,
+	// which passes the signals a host uses to stop or notify a command on
+	// to the program, and whose SIGKILL ends the sandbox. A sandbox that
+	// is kept for a later command when this one ends (recycling, see
+	// sandbox.StartRecycled) is reached through a handle of the command's
+	// own, which Wait releases: afterwards its Pid is -1 and Signal and
+	// Kill fail, rather than reach a later command.
+	Process *os.Process
+	// ProcessState is set by Wait. In the sandbox it is init's: the
+	// program's exit code, 128+N for a signal N (see Signal). For a
+	// recycled sandbox, whose init goes on, it is made from init's report
+	// with the same status, init's pid and the program's usage.
 	ProcessState *os.ProcessState
 	// Err, when set, is returned by Start (as exec.Cmd.Err). CommandContext
 	// leaves it nil: the lookup happens at Start, with the policy's PATH.
@@ -71,8 +82,8 @@ type Cmd struct {
 	// Confinement says what was enforced on the child; set by Start.
 	Confinement Confinement
 	// Signal is the signal that killed the program inside the sandbox, 0
-	// when it exited. ProcessState is the sandbox init's, which reports
-	// such a death as exit code 128+Signal (as shells do).
+	// when it exited. ProcessState reports such a death as exit code
+	// 128+Signal (as shells do).
 	Signal syscall.Signal
 
 	ctx     context.Context

@@ -22,6 +22,13 @@
 // survive the call. Captured output is capped per stream and keeps
 // draining. Cmd.Confinement says exactly what was enforced.
 //
+// A command's sandbox is kept, idle, when the command ends by itself, and
+// the next command with the same policy runs in it (recycling,
+// sandbox.StartRecycled): it is forked from the kept init's confined
+// thread after init killed everything the last command left, so it is
+// held exactly as in a new sandbox, and starts in a fraction of the time.
+// sandbox.SetRecycle(false) gives every command a new sandbox.
+//
 // Commands given a Session (Cmd.Session) run one after another in one
 // sandbox: the first builds it, the later ones are forked from its init,
 // each still decided, confined and limited as a command of its own (see

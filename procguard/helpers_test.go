@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/auditguard/auditguard/audit"
 	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 type env struct {
@@ -95,4 +98,21 @@ func groupMembers(t testing.TB, pgid int) []string {
 		}
 	}
 	return out
+}
+
+// leftOf lists the live processes of c's sandbox after its Wait, but for
+// its init where Wait keeps that on purpose (a Session's sandbox, or one
+// recycled for the next command: sandbox.StartRecycled); nil without a
+// sandbox. Whatever is listed outlived the command.
+func leftOf(c *procguard.Cmd) []int {
+	sb := c.Confinement.Sandbox
+	if sb == nil {
+		return nil
+	}
+	init := c.Confinement.ProcessGroup
+	m := proctree.NamespaceMembers(sb.PidNamespace, init)
+	if c.Session != nil || sandbox.Recycling() {
+		m = slices.DeleteFunc(m, func(pid int) bool { return pid == init })
+	}
+	return m
 }

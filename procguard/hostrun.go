@@ -145,7 +145,7 @@ func StartHost(ctx context.Context, h *HostCommand) (*HostProcess, error) {
 		return nil, err
 	}
 	c.Confinement.Timeout = h.Timeout
-	c.sup = supervise(ctx, c.Process.Pid, nil, cg, h.Timeout, nil, 0)
+	c.sup = supervise(ctx, c.Process.Pid, c.keptLaunch(), cg, h.Timeout, nil, 0)
 	return hp, nil
 }
 

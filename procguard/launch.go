@@ -201,6 +201,22 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 			l, err = nil, nil // another command of the session runs: one of its own
 		}
 	}
+	if l == nil && err == nil && sandbox.Recycling() {
+		// A sandbox a finished command left idle, kept for the next
+		// (sandbox.StartRecycled): init joins none of the command's
+		// cgroups, the target joins them all before its first
+		// instruction.
+		files, jerr := cg.sessionJoin()
+		if jerr != nil {
+			return &sandbox.SetupError{Step: "join cgroup", Err: jerr}
+		}
+		spec.TreeCgroups = files
+		l, err = sandbox.StartRecycled(c.ctx, spec, stdio, c.dialForward)
+		spec.TreeCgroups = nil
+		for _, f := range files {
+			f.Close() // init has its copies
+		}
+	}
 	if l == nil && err == nil {
 		// The target joins the pids cgroup before its first instruction;
 		// init's threads do not count against the tree's process limit.

@@ -107,14 +107,8 @@ func runScriptIn(t *testing.T, e *env, s *procguard.Session, script string, args
 	c.Dir = e.dir
 	c.Session = s
 	out, err := c.CombinedOutput()
-	if sb := c.Confinement.Sandbox; sb != nil {
-		m := proctree.NamespaceMembers(sb.PidNamespace, c.Confinement.ProcessGroup)
-		if s != nil && c.Process != nil {
-			m = slices.DeleteFunc(m, func(pid int) bool { return pid == c.Process.Pid })
-		}
-		if len(m) > 0 {
-			t.Errorf("processes of the sandbox survived: %v", m)
-		}
+	if m := leftOf(c); len(m) > 0 {
+		t.Errorf("processes of the sandbox survived: %v", m)
 	}
 	return string(out), err, c
 }
@@ -544,7 +538,7 @@ func TestSandboxProcessLimit(t *testing.T) {
 	if !strings.Contains(string(out), "fork") && !strings.Contains(string(out), "Resource temporarily unavailable") {
 		t.Fatalf("60 sleeps started under a limit of 30: %q", out)
 	}
-	if m := proctree.NamespaceMembers(c.Confinement.Sandbox.PidNamespace, c.Confinement.ProcessGroup); len(m) > 0 {
+	if m := leftOf(c); len(m) > 0 {
 		t.Fatalf("survivors: %v", m)
 	}
 }

@@ -142,11 +142,7 @@ func (c *Cmd) Start() error {
 
 	timeout := commandTimeout(spec, c.Timeout)
 	c.Confinement.Timeout = timeout
-	var inSession *sandbox.Launch
-	if c.sandbox != nil && c.sandbox.InSession() {
-		inSession = c.sandbox
-	}
-	c.sup = supervise(c.ctx, proc.Pid, inSession, cg, timeout, c.Cancel, x.WaitDelay)
+	c.sup = supervise(c.ctx, proc.Pid, c.keptLaunch(), cg, timeout, c.Cancel, x.WaitDelay)
 	return nil
 }
 
@@ -249,4 +245,14 @@ func overrideEnv(env, set []string) []string {
 		}
 	}
 	return append(out, set...)
+}
+
+// keptLaunch is the command's launch when its sandbox outlives it (a
+// Session's, or a recycled one): the command ends with its program, and
+// killing it kills the sandbox only while the command runs. Nil otherwise.
+func (c *Cmd) keptLaunch() *sandbox.Launch {
+	if c.sandbox != nil && c.sandbox.InSession() {
+		return c.sandbox
+	}
+	return nil
 }

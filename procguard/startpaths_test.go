@@ -16,8 +16,8 @@ import (
 // whichever way its sandbox was made: cold (the host binary re-executed
 // during the start), from a trampoline that waited ready in the pool, and
 // from the one the previous command's refill made, taken right after that
-// command ended, and a session's sandbox, which a command built and the
-// next reuses (Session). The Confinement facts are compared, and the command
+// command ended, one a finished command left idle (recycled), and a
+// session's sandbox, which a command built and the next reuses (Session). The Confinement facts are compared, and the command
 // itself tries what they promise it cannot do: write a protected name,
 // read a masked file, write outside the write root, open more files than
 // its limit.
@@ -74,11 +74,18 @@ echo ok > fine.txt && echo "fine written"`
 	sandbox.SetPrewarm(false)
 	cold := run("cold")
 	sandbox.SetPrewarm(true)
+	sandbox.SetRecycle(false)
 	if err := sandbox.Prewarm(false); err != nil {
 		t.Fatal(err)
 	}
 	ready := run("ready")
 	refilled := run("refilled") // takes what ready's refill made
+	sandbox.SetRecycle(true)
+	kept := run("recycled, first") // its sandbox is kept for the next
+	recycled := run("recycled, second")
+	if recycled.ProcessState == nil || recycled.ProcessState.Pid() != kept.ProcessState.Pid() {
+		t.Errorf("the second command did not reuse the first one's kept sandbox: init %d, then %v", kept.ProcessState.Pid(), recycled.ProcessState)
+	}
 	sess = &procguard.Session{}
 	defer sess.Close()
 	built := run("session, first")
@@ -90,7 +97,8 @@ echo ok > fine.txt && echo "fine written"`
 	for _, c := range []struct {
 		name string
 		cmd  *procguard.Cmd
-	}{{"ready", ready}, {"refilled", refilled}, {"session, first", built}, {"session, second", reused}} {
+	}{{"ready", ready}, {"refilled", refilled}, {"recycled, first", kept}, {"recycled, second", recycled},
+		{"session, first", built}, {"session, second", reused}} {
 		if got := facts(c.cmd); got != want {
 			t.Errorf("%s start's confinement differs from a cold one's:\n got %s\nwant %s", c.name, got, want)
 		}

@@ -17,9 +17,9 @@ import (
 // pid); a watcher goroutine kills the group on timeout or cancellation.
 type supervisor struct {
 	pid int
-	// launch is a session's command (Cmd.Session): it ends with its
-	// program, and killing it is killing the session's sandbox while the
-	// command runs, never after.
+	// launch is a command whose sandbox outlives it (a Session's, or a
+	// recycled one): it ends with its program, and killing it is killing
+	// the sandbox while the command runs, never after.
 	launch *sandbox.Launch
 	cg     *cgroup
 	done   chan struct{}

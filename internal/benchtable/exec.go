@@ -54,7 +54,11 @@ func execRows(e *env) ([]*row, error) {
 	// side's block. Within a batch row's block only the sandbox itself
 	// refills it, as it does for a host making those starts.
 	// An error means no sandbox here; the probe below says so.
-	prep := func(int) error { sandbox.Prewarm(false); return nil }
+	prep := func(int) error { sandbox.SetRecycle(true); sandbox.Prewarm(false); return nil }
+	// The fresh side's blocks run with recycling off: every start takes
+	// a trampoline from the pool (or makes one), none a sandbox a
+	// finished command left idle.
+	freshPrep := func(int) error { sandbox.SetRecycle(false); sandbox.Prewarm(false); return nil }
 	guarded := func() error {
 		cctx, cancel := context.WithTimeout(ctx, childTimeout)
 		defer cancel()
@@ -111,7 +115,7 @@ func execRows(e *env) ([]*row, error) {
 		sbSkip = "no sandbox on this host: " + c.Confinement.SandboxNote
 	}
 	if sbSkip != "" {
-		prep = nil // no pool to refill
+		prep, freshPrep = nil, nil // no pool to refill
 	}
 	var bwrap func() error
 	var bwSkip, bwNote string
@@ -136,18 +140,20 @@ func execRows(e *env) ([]*row, error) {
 	sides := func(op func(start func() error) func(int) error, notes, session bool) []*side {
 		r := &side{name: "raw", prep: prep, op: op(raw)}
 		sb := &side{name: "sandbox", prep: prep, op: op(guarded), skip: sbSkip}
+		fr := &side{name: "fresh", prep: freshPrep, op: op(guarded), skip: sbSkip}
 		bw := &side{name: "bwrap", prep: prep, op: op(bwrap), skip: bwSkip}
 		ss := &side{name: "session", prep: prep, op: op(inSession), skip: sbSkip}
 		if notes {
 			r.note = "exec.CommandContext(ctx, \"/bin/true\").Run()"
-			sb.note = "procguard.CommandContext(ctx, \"true\").Run(): the default confinement, a ready trampoline in the pool"
+			sb.note = "procguard.CommandContext(ctx, \"true\").Run(): the default confinement; the sandbox a finished start left idle is recycled (sandbox.StartRecycled), the first of a block takes the pool's ready trampoline"
+			fr.note = "the same with recycling off (sandbox.SetRecycle(false)): every start takes the pool's ready trampoline, or makes one"
 			bw.note = bwNote
 			ss.note = "the same with Cmd.Session: every start but the first is forked from the session's sandbox's init"
 		}
 		if !session {
-			return []*side{r, sb, bw}
+			return []*side{r, sb, fr, bw}
 		}
-		return []*side{r, sb, bw, ss}
+		return []*side{r, sb, fr, bw, ss}
 	}
 	single := &row{
 		group: "exec", call: "/bin/true", base: "raw",
@@ -158,6 +164,8 @@ func execRows(e *env) ([]*row, error) {
 		targets: []target{
 			{side: "sandbox", vs: "raw", maxRatio: 3, text: "<= 3x raw"},
 			{side: "sandbox", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
+			{side: "fresh", vs: "raw", maxRatio: 3, text: "<= 3x raw"},
+			{side: "fresh", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
 			{side: "session", vs: "raw", maxRatio: 3, text: "<= 3x raw"},
 			{side: "session", vs: "bwrap", maxRatio: 0.75, text: "<= 0.75x bwrap"},
 		},

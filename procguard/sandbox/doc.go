@@ -32,6 +32,18 @@
 // Masks and read-only binds cover the names that existed when the sandbox
 // was built; the supervisor holds every name, made earlier or later.
 //
+// StartRecycled, which procguard uses for every command outside a
+// Session, does the same across commands without a Session: a command's
+// sandbox is kept, idle, when the command ends by itself, and the next
+// command whose spec shares everything a Session's commands share runs in
+// it (at most 8 kept, each for 30 s; SetRecycle(false) or
+// SetPrewarm(false) ends them). A sandbox is kept only where the
+// supervisor judges file calls (Report.Seccomp), since its masks and
+// binds are as old as the sandbox; a killed command's sandbox is never
+// kept. Its Wait makes the command's os.ProcessState from init's report
+// (os.ProcessState has no constructor; the layout is checked against this
+// Go's, and nothing is recycled where it differs).
+//
 // Inside, before the target runs:
 //
 //   - mounts are the sandbox's own (slaves of the host's: nothing

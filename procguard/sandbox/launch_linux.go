@@ -462,7 +462,8 @@ func Prewarm(hostNet bool) error {
 
 // SetPrewarm turns the pool of ready trampolines on (the default) or off;
 // off also ends the ready ones. Hosts that start one command and exit, and
-// tests that count processes or descriptors, turn it off.
+// tests that count processes or descriptors, turn it off. It sets
+// recycling (SetRecycle) the same way.
 func SetPrewarm(on bool) {
 	pool.Lock()
 	pool.off = !on
@@ -476,6 +477,7 @@ func SetPrewarm(on bool) {
 		}
 	}
 	pool.Unlock()
+	SetRecycle(on)
 	for _, t := range idle {
 		t.discard()
 	}
@@ -498,6 +500,9 @@ type Launch struct {
 	t    *trampoline
 	s    *Session // the session whose sandbox runs it, if any
 	exit *Exit
+	// recycled: started by StartRecycled in s (Wait makes its state);
+	// took: s's sandbox was taken from the pool for it (Wait refills).
+	recycled, took bool
 
 	waitDelay time.Duration
 	copiers   sync.WaitGroup
@@ -902,7 +907,9 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 	if l.s != nil {
 		// A session's command ends with init's word; init goes on.
 		if l.exit = l.awaitExit(); l.exit == nil {
-			state, err = l.Process.Wait() // the session's sandbox ended
+			state, err = l.t.proc.Wait() // the session's sandbox ended
+		} else if l.recycled {
+			state = exitState(l.t.proc.Pid, l.exit)
 		}
 	} else {
 		state, err = l.Process.Wait()
@@ -928,7 +935,16 @@ func (l *Launch) Wait() (*os.ProcessState, error) {
 		f.Close()
 	}
 	if l.s != nil {
-		l.s.finished(l.exit == nil || l.t.last.Load())
+		if l.recycled {
+			_ = l.Process.Release() // its Kill must not reach the next command
+		}
+		// A recycled sandbox is kept only where the supervisor holds
+		// every name: its masks and binds cover the names that existed
+		// when it was built.
+		l.s.finished(l.exit == nil || l.t.last.Load() || l.recycled && (l.Report == nil || !l.Report.Seccomp))
+		if l.recycled && l.took {
+			go refill(l.t.hostNet)
+		}
 	} else {
 		l.t.stopForwarding()
 		l.t.close()

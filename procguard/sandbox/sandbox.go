@@ -333,6 +333,10 @@ type Exit struct {
 	Code int `json:"code"`
 	// Signal is the signal that killed the target, 0 when it exited.
 	Signal syscall.Signal `json:"signal,omitempty"`
+	// Usage is the target's resource usage as init's wait for it
+	// reported it (the target's and that of the descendants it waited
+	// for); nil when the target never ran.
+	Usage *syscall.Rusage `json:"usage,omitempty"`
 }
 
 // ExitError is a session command's unsuccessful end (Launch.Wait): no

@@ -19,6 +19,17 @@ func Start(ctx context.Context, spec *Spec, stdio Stdio, join func(pid int) erro
 	return nil, ErrUnavailable
 }
 
+// StartRecycled fails outside Linux: there is no sandbox to start.
+func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*Launch, error) {
+	return nil, ErrUnavailable
+}
+
+// Recycling reports false outside Linux.
+func Recycling() bool { return false }
+
+// SetRecycle does nothing outside Linux.
+func SetRecycle(on bool) {}
+
 // Wait fails outside Linux.
 func (l *Launch) Wait() (*os.ProcessState, error) { return nil, ErrUnavailable }
 

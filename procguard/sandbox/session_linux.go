@@ -50,6 +50,9 @@ type Session struct {
 	busy   bool
 	cur    *Launch // the command that runs, once started
 	closed bool
+	// recycle: a sandbox of StartRecycled's, put back among the idle
+	// ones when its command ends.
+	recycle bool
 
 	dial atomic.Pointer[Dialer] // the running command's dialer
 }
@@ -113,6 +116,9 @@ func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Diale
 				err = ErrSessionClosed
 			} else {
 				l, err = start(ctx, t, spec, stdio, nil, s.dialNow, s)
+				if l != nil {
+					l.took = true
+				}
 			}
 		}
 	} else {
@@ -161,9 +167,13 @@ func (s *Session) finished(gone bool) {
 	if gone || s.closed {
 		t = s.detach()
 	}
+	keep, key := s.recycle && s.t != nil, s.key
 	s.mu.Unlock()
 	if t != nil {
 		s.end(t)
+	}
+	if keep {
+		putIdle(s, key)
 	}
 }
 
@@ -184,7 +194,9 @@ func (s *Session) end(t *trampoline) {
 	if t.next != nil {
 		t.next.Close()
 	}
-	go refill(t.hostNet)
+	if !s.recycle {
+		go refill(t.hostNet)
+	}
 }
 
 // Close ends the session's sandbox and reaps it; a command that runs in
@@ -253,7 +265,7 @@ func (l *Launch) Kill() bool {
 			return false
 		}
 	}
-	return l.Process.Kill() == nil
+	return l.t.proc.Kill() == nil
 }
 
 // Ended reports whether the command is over: its init exited, or, for a
@@ -268,9 +280,10 @@ func (l *Launch) Ended() bool {
 		}
 	}
 	var info unix.Siginfo
-	err := unix.Waitid(unix.P_PID, l.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+	err := unix.Waitid(unix.P_PID, l.t.proc.Pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
 	return err != nil || info.Signo != 0
 }
 
-// InSession reports whether the command runs in a Session's sandbox.
+// InSession reports whether the command runs in a sandbox that outlives
+// it: a Session's, or one StartRecycled keeps.
 func (l *Launch) InSession() bool { return l.s != nil }

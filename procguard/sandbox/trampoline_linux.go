@@ -787,9 +787,10 @@ func (st *initState) reap() Exit {
 	}
 	for {
 		var ws unix.WaitStatus
+		var ru syscall.Rusage
 		// __WALL: every child and every process the supervisor traces
 		// (their ptrace stops are reported here, and handed to it).
-		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		pid, err := syscall.Wait4(-1, (*syscall.WaitStatus)(&ws), unix.WALL, &ru)
 		if err == unix.EINTR {
 			continue
 		}
@@ -800,7 +801,9 @@ func (st *initState) reap() Exit {
 			st.execs.stopped(pid, ws)
 		}
 		if pid == st.targetPid && !ws.Stopped() {
-			return exitOf(ws)
+			e := exitOf(ws)
+			e.Usage = &ru
+			return e
 		}
 	}
 }

@@ -1,0 +1,240 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Recycling: the sandbox a command ended in is kept, idle, for the next
+// command whose spec shares everything a Session's commands share (its
+// files, Landlock ruleset, network, supervisor switches). That command is
+// forked from the kept init's confined thread as a Session's next
+// command is (no re-execution of the host binary, no set-up, no init to
+// tear down at its end), after init killed every process the last one
+// left, removed its System V IPC objects and closed its streams.
+//
+// The commands a kept sandbox serves one after another share the same
+// write roots (they are part of the spec), so what one could leave for
+// the next through the sandbox (a POSIX message queue is the only such
+// object init cannot remove) it could leave in those roots as well.
+var recycled struct {
+	sync.Mutex
+	idle  []idleSandbox // least recently used first
+	timer *time.Timer   // ends the sandboxes idle for maxIdleTime
+	off   bool
+	ends  sync.WaitGroup // the ends of sandboxes taken out of idle
+}
+
+type idleSandbox struct {
+	s     *Session
+	key   string
+	since time.Time
+}
+
+// maxIdle bounds the sandboxes kept idle: 8 parallel commands with the
+// same policy find one each. An idle sandbox is one sleeping process (its
+// init, a few MB resident).
+const maxIdle = 8
+
+// maxIdleTime is how long an idle sandbox is kept (a variable for tests).
+var maxIdleTime = 30 * time.Second
+
+// StartRecycled runs spec's target as Start does, in a sandbox a finished
+// command with the same policy left idle when there is one, else in a new
+// one; either way the sandbox is kept, idle, for a later command when this
+// one ends by itself (recycling, SetRecycle). The target joins spec's
+// TreeCgroups itself, before its first instruction (all of the command's
+// cgroups: init outlives the command and joins none of them), as a
+// Session's commands do.
+//
+// The Launch behaves as Start's: Process passes signals on to the target
+// and Kill ends the sandbox while the command runs; Wait returns the
+// command's *os.ProcessState and, for a target that failed, an
+// *exec.ExitError. What differs: Process is a handle on the kept init
+// that Wait releases (its Signal and Kill fail afterwards, rather than
+// reach the sandbox's next command), and the ProcessState is built from
+// init's report (the exit code, 128+N for a signal N, as init's own exit
+// gives it; Pid is init's; the usage is the target's, see Exit.Usage),
+// since the process of the host's that would carry it goes on.
+//
+// Where recycling is off or cannot be done, StartRecycled is Start with
+// the target joining the cgroups.
+func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*Launch, error) {
+	if !Recycling() {
+		if err := checkFloor(spec); err != nil {
+			return nil, err
+		}
+		t, err := take(spec.Net.Host)
+		if err != nil {
+			return nil, err
+		}
+		return start(ctx, t, spec, stdio, nil, dial, nil)
+	}
+	key, err := sessionKey(spec)
+	if err != nil {
+		return nil, err
+	}
+	s := takeIdle(key)
+	if s == nil {
+		s = &Session{recycle: true}
+	}
+	l, err := s.Start(ctx, spec, stdio, dial)
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	l.recycled = true
+	if p, err := os.FindProcess(l.Process.Pid); err == nil {
+		l.Process = p
+	}
+	return l, nil
+}
+
+// Recycling reports whether StartRecycled keeps the sandboxes of its
+// commands for later ones: recycling is on (SetRecycle) and this Go's
+// os.ProcessState is one Wait knows how to make.
+func Recycling() bool {
+	recycled.Lock()
+	off := recycled.off
+	recycled.Unlock()
+	return !off && canMakeState()
+}
+
+// SetRecycle turns recycling (StartRecycled) on (the default) or off; off
+// also ends the idle sandboxes and waits for their ends. SetPrewarm(false)
+// turns it off too. A host that wants every command in a sandbox that no
+// command ran in before turns it off.
+func SetRecycle(on bool) {
+	recycled.Lock()
+	recycled.off = !on
+	var idle []idleSandbox
+	if !on {
+		idle = recycled.idle
+		recycled.idle = nil
+		if recycled.timer != nil {
+			recycled.timer.Stop()
+			recycled.timer = nil
+		}
+	}
+	recycled.Unlock()
+	for _, i := range idle {
+		_ = i.s.Close()
+	}
+	recycled.ends.Wait()
+}
+
+// takeIdle takes the most recently used idle sandbox with key out of the
+// idle list.
+func takeIdle(key string) *Session {
+	recycled.Lock()
+	defer recycled.Unlock()
+	for i := len(recycled.idle) - 1; i >= 0; i-- {
+		if recycled.idle[i].key == key {
+			s := recycled.idle[i].s
+			recycled.idle = append(recycled.idle[:i], recycled.idle[i+1:]...)
+			return s
+		}
+	}
+	return nil
+}
+
+// putIdle keeps s, whose command ended and whose sandbox goes on, for a
+// later command with key; over maxIdle, the least recently used is ended.
+func putIdle(s *Session, key string) {
+	recycled.Lock()
+	if recycled.off {
+		recycled.Unlock()
+		_ = s.Close()
+		return
+	}
+	recycled.idle = append(recycled.idle, idleSandbox{s: s, key: key, since: time.Now()})
+	var old *Session
+	if len(recycled.idle) > maxIdle {
+		old = recycled.idle[0].s
+		recycled.idle = recycled.idle[1:]
+	}
+	if recycled.timer == nil {
+		recycled.timer = time.AfterFunc(maxIdleTime, endIdle)
+	}
+	if old != nil {
+		recycled.ends.Add(1)
+	}
+	recycled.Unlock()
+	if old != nil {
+		go func() {
+			defer recycled.ends.Done()
+			_ = old.Close()
+		}()
+	}
+}
+
+// endIdle ends the sandboxes idle for maxIdleTime and sets the timer for
+// the next.
+func endIdle() {
+	recycled.Lock()
+	now := time.Now()
+	var old []*Session
+	for len(recycled.idle) > 0 && now.Sub(recycled.idle[0].since) >= maxIdleTime {
+		old = append(old, recycled.idle[0].s)
+		recycled.idle = recycled.idle[1:]
+	}
+	if recycled.timer != nil {
+		if len(recycled.idle) > 0 {
+			recycled.timer.Reset(maxIdleTime - now.Sub(recycled.idle[0].since))
+		} else {
+			recycled.timer = nil
+		}
+	}
+	recycled.ends.Add(len(old))
+	recycled.Unlock()
+	for _, s := range old {
+		_ = s.Close()
+		recycled.ends.Done()
+	}
+}
+
+// processState mirrors os.ProcessState on Unix, which has no constructor:
+// a recycled command's Wait builds one from init's report (exitState).
+// canMakeState checks that the mirror is the real layout, field by field;
+// where it is not (a later Go), nothing is recycled.
+type processState struct {
+	pid    int
+	status syscall.WaitStatus
+	rusage *syscall.Rusage
+}
+
+var canMakeState = sync.OnceValue(func() bool {
+	real, mirror := reflect.TypeFor[os.ProcessState](), reflect.TypeFor[processState]()
+	if real.Size() != mirror.Size() || real.NumField() != mirror.NumField() {
+		return false
+	}
+	for i := range real.NumField() {
+		f, g := real.Field(i), mirror.Field(i)
+		if f.Name != g.Name || f.Type != g.Type || f.Offset != g.Offset {
+			return false
+		}
+	}
+	return true
+})
+
+// exitState is the state init's own exit would have given for e (it exits
+// with the target's code, 128+N for a signal N), with pid and the
+// target's usage.
+func exitState(pid int, e *Exit) *os.ProcessState {
+	code := e.Code
+	if e.Signal != 0 {
+		code = 128 + int(e.Signal)
+	}
+	ru := new(syscall.Rusage)
+	if e.Usage != nil {
+		*ru = *e.Usage
+	}
+	return (*os.ProcessState)(unsafe.Pointer(&processState{pid: pid, status: syscall.WaitStatus(code&0xff) << 8, rusage: ru}))
+}
