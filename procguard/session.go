@@ -32,7 +32,9 @@ import (
 //     gives an *exec.ExitError.
 //   - A command started while another of the session runs (a pipeline's
 //     other side) gets a sandbox of its own; one whose policy differs (a
-//     reload) ends the session's sandbox and builds a new one.
+//     reload), or that finds a path the sandbox holds naming another
+//     object (a workspace made again, a program upgraded), ends the
+//     session's sandbox and builds a new one.
 //
 // Between commands the sandbox is one idle process. It ends with Close,
 // and with the release of any guard scope a command of the session ran

@@ -80,6 +80,7 @@ type trampoline struct {
 	fwd       sync.WaitGroup
 	next      *os.File
 	crash     []byte                               // lines of the stream that are not messages: init's runtime dying
+	held      []fileID                             // what the sandbox's mounts and rules hold (held_linux.go)
 	judge     atomic.Pointer[func(*FileCall) bool] // the command's Spec.Judge
 	judgeX    atomic.Pointer[func(*ExecCall) bool] // the command's Spec.JudgeExec
 }
@@ -554,6 +555,7 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 		}
 	}
 	if err == nil && s != nil {
+		t.held = ruleIDs(spec)
 		var next *os.File
 		if t.next, next, err = socketPair("sandbox-session", unix.SOCK_STREAM); err == nil {
 			files = append(files, next)
@@ -671,6 +673,7 @@ func (l *Launch) started(ctx context.Context) (*Launch, error) {
 			return l.fail(&SetupError{Step: "trampoline", Err: fmt.Errorf("unexpected message %q", m.Event)})
 		}
 		l.Report = m.Report
+		t.held = append(t.held, m.Held...)
 		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", t.proc.Pid)); err == nil {
 			l.Report.PidNamespace = ns
 		}

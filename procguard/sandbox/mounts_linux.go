@@ -109,6 +109,7 @@ func maskReadDeny(st *initState) error {
 			return &fs.PathError{Op: "mask", Path: t, Err: err}
 		}
 		st.report.Masked = append(st.report.Masked, t)
+		st.held = append(st.held, fileID{Path: t, Dev: uint64(sb.Dev), Ino: sb.Ino})
 	}
 	return nil
 }
@@ -121,10 +122,12 @@ func protectNames(st *initState) error {
 		if slices.ContainsFunc(st.report.Masked, func(m string) bool { return policy.Within(t, m) }) {
 			continue
 		}
+		id := idOf(t)
 		if err := bindReadOnly(t, t); err != nil {
 			return &fs.PathError{Op: "bind read-only", Path: t, Err: err}
 		}
 		st.report.ReadOnly = append(st.report.ReadOnly, t)
+		st.held = append(st.held, id)
 	}
 	return nil
 }
@@ -159,6 +162,14 @@ func readOnlyRoot(st *initState) error {
 			return &fs.PathError{Op: "open_tree", Path: r, Err: err}
 		}
 		clones = append(clones, fd)
+		// Unknown, it is recorded as nothing: the sandbox is then stale
+		// at once, never kept past what it holds.
+		id := fileID{Path: r}
+		var sb unix.Stat_t
+		if unix.Fstat(fd, &sb) == nil {
+			id.Dev, id.Ino = uint64(sb.Dev), sb.Ino
+		}
+		st.held = append(st.held, id)
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {

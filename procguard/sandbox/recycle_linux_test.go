@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard/landlock"
 )
 
 // recycledRun runs spec through StartRecycled and waits for it.
@@ -363,5 +364,87 @@ echo pwned > .envrc || echo refused-new`)
 	l3, out, state, err := recycledRun(t, spec)
 	if err != nil || state == nil || alive(initPid(l3)) {
 		t.Errorf("without the supervisor: %v, state %v, init kept %v\n%s", err, state, alive(initPid(l3)), out)
+	}
+}
+
+// TestRecycledNotStale: a kept sandbox shows its commands the objects its
+// paths named when it was built (its write root is a mount of the
+// directory it was, a protected file is bound over itself, a Landlock
+// rule is on an inode). When the host changes what a path names between
+// commands (a protected file replaced by a rename, a program upgraded the
+// same way, the workspace removed and made again), the next command must
+// see the new object, in a new sandbox: the new file's content, the new
+// program run, its write on the host's disk.
+func TestRecycledNotStale(t *testing.T) {
+	endRecycled(t)
+	abi, err := landlock.ABI()
+	if err != nil || abi < 1 {
+		t.Skipf("no Landlock here: %v", err)
+	}
+	base, progDir := realDir(t), realDir(t)
+	ws := filepath.Join(base, "ws")
+	prog := filepath.Join(progDir, "prog")
+	replace := func(path, content string, mode os.FileMode) {
+		t.Helper()
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	replace(filepath.Join(ws, ".envrc"), "one\n", 0o644)
+	replace(prog, "#!/bin/sh\necho prog-one\n", 0o755)
+	spec := func(script string) *Spec {
+		s := shSpec(t, ws, script)
+		s.Files = []policy.Spec{{WriteRoots: []string{ws}, Protected: []string{".envrc"}}}
+		s.Landlock = &landlock.Ruleset{ABI: abi, Rules: []landlock.Rule{
+			{Path: "/", Access: landlock.ReadFile | landlock.ReadDir},
+			{Path: "/usr", Access: landlock.ReadExec},
+			{Path: ws, Access: landlock.HandledFS(abi)},
+			{Path: prog, Access: landlock.ReadExec},
+		}}
+		s.Landlock.Normalize()
+		return s
+	}
+	script := `cat .envrc; ` + prog + `; echo w > written`
+	l1, out, _, err := recycledRun(t, spec(script))
+	if err != nil || !strings.Contains(out, "one") || !strings.Contains(out, "prog-one") {
+		t.Fatalf("first command: %v\n%s", err, out)
+	}
+	l2, out, _, err := recycledRun(t, spec(script))
+	if err != nil || initPid(l2) != initPid(l1) {
+		t.Fatalf("unchanged, the second command must reuse the sandbox: %v, init %d then %d\n%s", err, initPid(l1), initPid(l2), out)
+	}
+
+	replace(filepath.Join(ws, ".envrc"), "two\n", 0o644)
+	l3, out, _, err := recycledRun(t, spec(script))
+	if err != nil || !strings.Contains(out, "two") || initPid(l3) == initPid(l2) {
+		t.Errorf("after .envrc was replaced: %v, init %d (before %d)\n%s", err, initPid(l3), initPid(l2), out)
+	}
+
+	replace(prog, "#!/bin/sh\necho prog-two\n", 0o755)
+	l4, out, _, err := recycledRun(t, spec(script))
+	if err != nil || !strings.Contains(out, "prog-two") || initPid(l4) == initPid(l3) {
+		t.Errorf("after the program was replaced: %v, init %d (before %d)\n%s", err, initPid(l4), initPid(l3), out)
+	}
+
+	if err := os.RemoveAll(ws); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	replace(filepath.Join(ws, ".envrc"), "three\n", 0o644)
+	l5, out, _, err := recycledRun(t, spec(script))
+	if err != nil || !strings.Contains(out, "three") || initPid(l5) == initPid(l4) {
+		t.Errorf("after the workspace was made again: %v, init %d (before %d)\n%s", err, initPid(l5), initPid(l4), out)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "written")); err != nil || string(b) != "w\n" {
+		t.Errorf("the command's write is not in the workspace the host sees: %q, %v", b, err)
 	}
 }

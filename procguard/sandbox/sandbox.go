@@ -398,6 +398,9 @@ type message struct {
 	// (its target started through a stage, not from init's confined
 	// thread).
 	Last bool `json:"last,omitempty"`
+	// Held, with a sandbox's first "started": what each path it mounted
+	// over (masks, read-only binds, write roots) named when it did.
+	Held []fileID `json:"held,omitempty"`
 	// File is a refused file call to judge ("file"); the host answers on
 	// the control socket with a judgement line.
 	File *FileCall `json:"file,omitempty"`

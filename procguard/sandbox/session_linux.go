@@ -33,7 +33,9 @@ import (
 // A command whose spec differs from the session's in anything but those
 // per-command parts (its files, Landlock ruleset, network, supervisor
 // switches: a policy reload) ends the session's sandbox and starts a new
-// one. A command killed by its host (a timeout, a cancellation) ends the
+// one; so does a command that finds a path the sandbox holds (a write
+// root, a mask, a read-only bind, a Landlock rule's path) naming another
+// object than when the sandbox was built (held_linux.go). A command killed by its host (a timeout, a cancellation) ends the
 // sandbox with it; the next command starts a new one. Where the kernel
 // refuses ptrace the target starts through a stage that confines itself,
 // not init's thread: that sandbox runs one command and the next starts a
@@ -89,7 +91,7 @@ func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Diale
 	}
 	s.busy = true
 	var stale *trampoline
-	if s.t != nil && (s.key != key || !s.t.alive()) {
+	if s.t != nil && (s.key != key || !s.t.alive() || s.t.stale()) {
 		stale = s.detach()
 	}
 	t := s.t

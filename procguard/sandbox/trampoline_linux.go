@@ -59,6 +59,7 @@ func init() {
 
 // initState is what init's steps share.
 type initState struct {
+	held    []fileID // what the mounts hold, for the first "started"
 	spec    Spec
 	hostNet bool       // the sandbox shares the host's network namespace
 	stdio   []*os.File // the target's 0, 1, 2, from the host
@@ -217,7 +218,8 @@ func (st *initState) runCommand() int {
 	}
 	for {
 		st.forwardTo.Store(int32(st.targetPid))
-		st.send(message{Event: "started", Report: &st.report})
+		st.send(message{Event: "started", Report: &st.report, Held: st.held})
+		st.held = nil
 		exit := st.reap()
 		st.forwardTo.Store(0)
 		if st.next != nil {
