@@ -225,10 +225,6 @@ func (st *initState) runCommand() int {
 		if st.next != nil {
 			st.killRest()
 			st.dropCommandFiles() // the host's copiers see EOF now
-			// On another thread: this one's file calls are trapped.
-			done := make(chan struct{})
-			go func() { clearIPC(); close(done) }()
-			<-done
 		}
 		st.flushRepeats()
 		if st.next == nil {
@@ -240,6 +236,12 @@ func (st *initState) runCommand() int {
 			return exit.Code
 		}
 		st.send(message{Event: "exit", Exit: &exit})
+		// The command is over (nothing of it runs); what it left in the
+		// IPC namespace goes before the next command's spec is read. On
+		// another thread: this one's file calls are trapped.
+		done := make(chan struct{})
+		go func() { clearIPC(); close(done) }()
+		<-done
 		// The host kills a session whose command failed to start.
 		if !st.run(nextSteps) {
 			return 125
