@@ -493,7 +493,8 @@ type Launch struct {
 	// Process is the sandbox's init (pid 1 inside). It passes the signals
 	// a host uses to stop or notify a command (TERM, INT, HUP, QUIT, USR1,
 	// USR2, WINCH, CONT) on to the target; SIGKILL ends it, and its end is
-	// the end of every process in the sandbox.
+	// the end of every process in the sandbox. StartRecycled's is a
+	// handle of the command's own, which Wait releases.
 	Process *os.Process
 	// Report is what the sandbox enforced.
 	Report *Report

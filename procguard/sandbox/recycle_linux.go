@@ -40,7 +40,7 @@ type idleSandbox struct {
 
 // maxIdle bounds the sandboxes kept idle: 8 parallel commands with the
 // same policy find one each. An idle sandbox is one sleeping process (its
-// init, a few MB resident).
+// init, about 10 MB resident).
 const maxIdle = 8
 
 // maxIdleTime is how long an idle sandbox is kept (a variable for tests).
@@ -68,14 +68,7 @@ var maxIdleTime = 30 * time.Second
 // the target joining the cgroups.
 func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*Launch, error) {
 	if !Recycling() {
-		if err := checkFloor(spec); err != nil {
-			return nil, err
-		}
-		t, err := take(spec.Net.Host)
-		if err != nil {
-			return nil, err
-		}
-		return start(ctx, t, spec, stdio, nil, dial, nil)
+		return Start(ctx, spec, stdio, nil, dial)
 	}
 	key, err := sessionKey(spec)
 	if err != nil {

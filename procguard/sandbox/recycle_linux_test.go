@@ -61,9 +61,7 @@ func TestRecycledCommands(t *testing.T) {
 		ipc = "ipcmk -M 4096 >/dev/null; ipcmk -Q >/dev/null\n"
 	}
 	spec := shSpec(t, dir, ipc+`echo one > a
-(while :; do echo x >> tick-bg; sleep 0.02; done) &
-setsid sh -c 'while :; do echo x >> tick-daemon; sleep 0.02; done' &
-i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done
+`+leftWriting+`i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done
 sleep 0.2
 echo "env=$GREETING"
 exit 3`)
@@ -86,22 +84,7 @@ exit 3`)
 	if err := l1.Process.Signal(syscall.Signal(0)); err == nil {
 		t.Errorf("the first command's Process still reaches its kept init after Wait")
 	}
-	sizes := func() [2]int64 {
-		var n [2]int64
-		for i, name := range []string{"tick-bg", "tick-daemon"} {
-			fi, err := os.Stat(filepath.Join(dir, name))
-			if err != nil {
-				t.Fatalf("the first command's %s never ran: %v", name, err)
-			}
-			n[i] = fi.Size()
-		}
-		return n
-	}
-	before := sizes()
-	time.Sleep(300 * time.Millisecond)
-	if after := sizes(); after != before {
-		t.Errorf("the first command's processes still write after it ended: %v, then %v", before, after)
-	}
+	writersStopped(t, dir)
 
 	// The second command runs while a host kills the first one's Process.
 	spec = shSpec(t, dir, `echo started; read line; cat a

@@ -43,9 +43,7 @@ func TestSessionCommands(t *testing.T) {
 	defer s.Close()
 
 	spec := shSpec(t, dir, `echo one > a
-(while :; do echo x >> tick-bg; sleep 0.02; done) &
-setsid sh -c 'while :; do echo x >> tick-daemon; sleep 0.02; done' &
-sleep 0.2
+`+leftWriting+`sleep 0.2
 echo "env=$GREETING"
 exit 3`)
 	l1, out, state, err := sessionRun(t, &s, spec)
@@ -56,23 +54,7 @@ exit 3`)
 	if !strings.Contains(out, "env=hello") || l1.Exit() == nil || l1.Exit().Code != 3 {
 		t.Fatalf("first command: output %q, exit %+v", out, l1.Exit())
 	}
-	// Both writers ran; after the command ended neither writes again.
-	sizes := func() [2]int64 {
-		var n [2]int64
-		for i, name := range []string{"tick-bg", "tick-daemon"} {
-			fi, err := os.Stat(filepath.Join(dir, name))
-			if err != nil {
-				t.Fatalf("the first command's %s never ran: %v", name, err)
-			}
-			n[i] = fi.Size()
-		}
-		return n
-	}
-	before := sizes()
-	time.Sleep(300 * time.Millisecond)
-	if after := sizes(); after != before {
-		t.Errorf("the first command's processes still write after it ended: %v, then %v", before, after)
-	}
+	writersStopped(t, dir)
 
 	spec = shSpec(t, dir, `cat a
 echo "env=$GREETING"
@@ -129,6 +111,35 @@ echo two > b`)
 	}
 	if _, err := s.Start(context.Background(), spec, Stdio{}, nil); !errors.Is(err, ErrSessionClosed) {
 		t.Errorf("Start after Close: %v, want ErrSessionClosed", err)
+	}
+}
+
+// leftWriting is a script that leaves two writers behind, each appending
+// to a file of dir every 20 ms: a background job and a daemon that left
+// its session (setsid).
+const leftWriting = `(while :; do echo x >> tick-bg; sleep 0.02; done) &
+setsid sh -c 'while :; do echo x >> tick-daemon; sleep 0.02; done' &
+`
+
+// writersStopped fails unless both writers of leftWriting ran in dir,
+// and if either still writes after the command that started them ended.
+func writersStopped(t *testing.T, dir string) {
+	t.Helper()
+	sizes := func() [2]int64 {
+		var n [2]int64
+		for i, name := range []string{"tick-bg", "tick-daemon"} {
+			fi, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatalf("the first command's %s never ran: %v", name, err)
+			}
+			n[i] = fi.Size()
+		}
+		return n
+	}
+	before := sizes()
+	time.Sleep(300 * time.Millisecond)
+	if after := sizes(); after != before {
+		t.Errorf("the first command's processes still write after it ended: %v, then %v", before, after)
 	}
 }
 
