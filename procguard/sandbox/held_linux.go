@@ -14,14 +14,6 @@ import "golang.org/x/sys/unix"
 // one, so it serves no more commands (trampoline.stale): the next is
 // started in a new sandbox, as it would have been without the reuse.
 
-// fileID is the object a path named: device and inode, both 0 when
-// nothing was there.
-type fileID struct {
-	Path string `json:"path"`
-	Dev  uint64 `json:"dev,omitempty"`
-	Ino  uint64 `json:"ino,omitempty"`
-}
-
 // idOf is what path names now, following links.
 func idOf(path string) fileID {
 	var st unix.Stat_t

@@ -385,6 +385,14 @@ var ErrUnavailable = errors.New("sandbox: unavailable")
 // error's text carries the first line init's runtime wrote as it died.
 var ErrInitDied = errors.New("sandbox: init died before the target ended")
 
+// fileID is the object a path named: device and inode, both 0 when
+// nothing was there (held_linux.go).
+type fileID struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev,omitempty"`
+	Ino  uint64 `json:"ino,omitempty"`
+}
+
 // message is one line of the trampoline's status stream to the host.
 type message struct {
 	Event  string  `json:"event"` // "started", "error", "exit"
