@@ -288,6 +288,12 @@ echo done`
 // set, to show it never reaches a child.
 func egressEnv(t *testing.T) (*env, string) {
 	t.Helper()
+	return egressEnvWith(t, policy.ExecSpec{})
+}
+
+// egressEnvWith is egressEnv with the exec spec's other fields from base.
+func egressEnvWith(t *testing.T, base policy.ExecSpec) (*env, string) {
+	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl not installed")
 	}
@@ -300,8 +306,8 @@ func egressEnv(t *testing.T) (*env, string) {
 	t.Cleanup(func() { srv.Close() })
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	t.Setenv("HTTP_PROXY", "http://host-proxy.invalid:1")
-	tools := shellTools
-	tools.Rules = append(allow("curl"), tools.Rules...)
+	tools := base
+	tools.Rules = append(allow("curl"), shellTools.Rules...)
 	spec := policy.Spec{Exec: tools}
 	spec.Net.Rules = []policy.NetRule{{CIDR: "127.0.0.1", Ports: []string{port}}}
 	return sandboxEnv(t, spec, audit.WithLogAllows()), port
