@@ -28,7 +28,8 @@
 // A Session goes further for commands run one after another: its sandbox
 // outlives each command, and every later command with the same spec is
 // forked from init's already confined thread, after init killed what the
-// last one left (processes, System V IPC objects) and closed its streams.
+// last one left (processes, System V IPC objects, keys in the keyrings
+// that outlive a process) and closed its streams.
 // Masks and read-only binds cover the names that existed when the sandbox
 // was built; the supervisor holds every name, made earlier or later.
 //

@@ -18,7 +18,8 @@ import (
 // forked from the kept init's confined thread as a Session's next
 // command is (no re-execution of the host binary, no set-up, no init to
 // tear down at its end), after init killed every process the last one
-// left, removed its System V IPC objects and closed its streams.
+// left, removed its System V IPC objects, emptied the keyrings that
+// outlive a process and closed its streams.
 //
 // The commands a kept sandbox serves one after another share the same
 // write roots (they are part of the spec), so what one could leave for

@@ -431,3 +431,39 @@ func TestRecycledNotStale(t *testing.T) {
 		t.Errorf("the command's write is not in the workspace the host sees: %q, %v", b, err)
 	}
 }
+
+// TestRecycledClearsKeys: keys a command adds to the keyrings that outlive
+// it in a kept sandbox (its user's keyring and user session keyring, which
+// belong to the sandbox's user namespace, and the session keyring
+// inherited from init) are gone when the next command runs in that
+// sandbox, as in a sandbox of its own.
+func TestRecycledClearsKeys(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is needed")
+	}
+	endRecycled(t)
+	dir := realDir(t)
+	keys := `python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_add_key, SYS_keyctl, KEYCTL_SEARCH = 248, 250, 10
+for ring in (-3, -4, -5):
+    name = b"k%d" % -ring
+    if sys.argv[1] == "add":
+        r = libc.syscall(SYS_add_key, b"user", name, b"SECRET", 6, ctypes.c_int(ring))
+    else:
+        r = libc.syscall(SYS_keyctl, KEYCTL_SEARCH, ctypes.c_int(ring), b"user", name, 0)
+    print(sys.argv[1], ring, "found" if r > 0 else "none", ctypes.get_errno())
+' `
+	l1, out, _, err := recycledRun(t, shSpec(t, dir, keys+"add"))
+	if err != nil || strings.Count(out, "found") != 3 {
+		t.Fatalf("adding the keys: %v\n%s", err, out)
+	}
+	l2, out, _, err := recycledRun(t, shSpec(t, dir, keys+"search"))
+	if err != nil || initPid(l2) != initPid(l1) {
+		t.Fatalf("the second command: %v, init %d (first %d)\n%s", err, initPid(l2), initPid(l1), out)
+	}
+	if strings.Contains(out, "found") || strings.Count(out, "none") != 3 {
+		t.Errorf("the next command finds the last one's keys:\n%s", out)
+	}
+}

@@ -240,7 +240,7 @@ func (st *initState) runCommand() int {
 		// IPC namespace goes before the next command's spec is read. On
 		// another thread: this one's file calls are trapped.
 		done := make(chan struct{})
-		go func() { clearIPC(); close(done) }()
+		go func() { clearIPC(); clearKeys(); close(done) }()
 		<-done
 		// The host kills a session whose command failed to start.
 		if !st.run(nextSteps) {
@@ -407,6 +407,18 @@ func clearIPC() {
 				}
 			}
 		}
+	}
+}
+
+// clearKeys empties the keyrings a command's keys outlive it in: the
+// user keyring and the user session keyring of the sandbox's user (they
+// belong to its user namespace, which lasts as long as the sandbox), and
+// the session keyring every process of the sandbox inherits from init. A
+// session's next command finds none of the last one's keys, as a sandbox
+// of its own would.
+func clearKeys() {
+	for _, ring := range []int{unix.KEY_SPEC_USER_KEYRING, unix.KEY_SPEC_USER_SESSION_KEYRING, unix.KEY_SPEC_SESSION_KEYRING} {
+		_, _ = unix.KeyctlInt(unix.KEYCTL_CLEAR, ring, 0, 0, 0)
 	}
 }
 
