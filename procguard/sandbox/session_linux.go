@@ -35,11 +35,11 @@ import (
 // switches: a policy reload) ends the session's sandbox and starts a new
 // one; so does a command that finds a path the sandbox holds (a write
 // root, a mask, a read-only bind, a Landlock rule's path) naming another
-// object than when the sandbox was built (held_linux.go). A command killed by its host (a timeout, a cancellation) ends the
-// sandbox with it; the next command starts a new one. Where the kernel
-// refuses ptrace the target starts through a stage that confines itself,
-// not init's thread: that sandbox runs one command and the next starts a
-// new one.
+// object than when the sandbox was built (held_linux.go). A command
+// killed by its host (a timeout, a cancellation) ends the sandbox with
+// it; the next command starts a new one. Where the kernel refuses ptrace
+// the target starts through a stage that confines itself, not init's
+// thread: that sandbox runs one command and the next starts a new one.
 //
 // A Session is safe for concurrent use; it runs one command at a time,
 // and Start returns ErrSessionBusy while one runs (a caller starts that

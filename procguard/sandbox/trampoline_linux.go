@@ -218,8 +218,11 @@ func (st *initState) runCommand() int {
 	}
 	for {
 		st.forwardTo.Store(int32(st.targetPid))
-		st.send(message{Event: "started", Report: &st.report, Held: st.held})
-		st.held = nil
+		m := message{Event: "started", Report: &st.report}
+		if st.next != nil { // the sandbox outlives the command
+			m.Held, st.held = st.held, nil
+		}
+		st.send(m)
 		exit := st.reap()
 		st.forwardTo.Store(0)
 		if st.next != nil {
