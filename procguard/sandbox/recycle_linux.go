@@ -84,10 +84,10 @@ func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*
 		_ = s.Close()
 		return nil, err
 	}
+	// A handle of the command's own (a pidfd), never the trampoline's,
+	// which reaps init: on Linux FindProcess does not fail.
 	l.recycled = true
-	if p, err := os.FindProcess(l.Process.Pid); err == nil {
-		l.Process = p
-	}
+	l.Process, _ = os.FindProcess(l.t.proc.Pid)
 	return l, nil
 }
 
