@@ -1,12 +1,22 @@
 package procguard_test
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/auditguard/auditguard/audit"
+	"github.com/auditguard/auditguard/internal/proctree"
 	"github.com/auditguard/auditguard/policy"
+	"github.com/auditguard/auditguard/procguard"
+	"github.com/auditguard/auditguard/procguard/sandbox"
 )
 
 // TestRecycledEgressPerCommand: commands outside a session share a
@@ -66,4 +76,59 @@ sleep 0.3`, port, "second")
 	if !allowed {
 		t.Errorf("no allowed request recorded with the second command (%s)", second.String())
 	}
+}
+
+// TestKeptSandboxDiesWithHost: a sandbox kept idle after its command
+// (recycled) is a process of the host's that nobody waits on; when the
+// host is killed it must end too. This test binary is re-executed as the
+// host, which runs one command, reports the kept init and waits to be
+// killed.
+func TestKeptSandboxDiesWithHost(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	_ = e
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	host := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKeptSandboxHostProcess$")
+	host.Env = append(os.Environ(), "AUDITGUARD_SANDBOX_HOST=kept")
+	out, err := host.StdoutPipe()
+	must(t, err)
+	must(t, host.Start())
+	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
+	sc := bufio.NewScanner(out)
+	kept := 0
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "KEPT "); ok {
+			kept, _ = strconv.Atoi(v)
+			break
+		}
+	}
+	if kept == 0 || !proctree.Alive(kept) {
+		t.Fatalf("the host did not report a kept sandbox (%d)", kept)
+	}
+	must(t, host.Process.Signal(syscall.SIGKILL))
+	deadline := time.Now().Add(10 * time.Second)
+	for proctree.Alive(kept) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(kept, syscall.SIGKILL)
+			t.Fatalf("the kept init %d survived its host", kept)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestKeptSandboxHostProcess is the host of TestKeptSandboxDiesWithHost;
+// it runs only when re-executed by it.
+func TestKeptSandboxHostProcess(t *testing.T) {
+	if os.Getenv("AUDITGUARD_SANDBOX_HOST") != "kept" {
+		t.Skip("runs only as TestKeptSandboxDiesWithHost's host")
+	}
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	c := procguard.CommandContext(e.ctx, "true")
+	c.Dir = e.dir
+	must(t, c.Run())
+	if !sandbox.Recycling() || c.ProcessState == nil || !proctree.Alive(c.ProcessState.Pid()) {
+		t.Fatal("no kept sandbox")
+	}
+	fmt.Printf("KEPT %d\n", c.ProcessState.Pid())
+	time.Sleep(25 * time.Second) // the test kills this host before
 }
