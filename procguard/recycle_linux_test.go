@@ -1,11 +1,8 @@
 package procguard_test
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,22 +83,8 @@ sleep 0.3`, port, "second")
 func TestKeptSandboxDiesWithHost(t *testing.T) {
 	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
 	_ = e
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	host := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKeptSandboxHostProcess$")
-	host.Env = append(os.Environ(), "AUDITGUARD_SANDBOX_HOST=kept")
-	out, err := host.StdoutPipe()
-	must(t, err)
-	must(t, host.Start())
-	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
-	sc := bufio.NewScanner(out)
-	kept := 0
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "KEPT "); ok {
-			kept, _ = strconv.Atoi(v)
-			break
-		}
-	}
+	host, line := startHost(t, "TestKeptSandboxHostProcess", "kept", "KEPT ")
+	kept, _ := strconv.Atoi(line)
 	if kept == 0 || !proctree.Alive(kept) {
 		t.Fatalf("the host did not report a kept sandbox (%d)", kept)
 	}

@@ -441,22 +441,7 @@ func TestSandboxSignalledExit(t *testing.T) {
 func TestSandboxDiesWithHost(t *testing.T) {
 	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
 	_ = e
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	host := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSandboxHostProcess$")
-	host.Env = append(os.Environ(), "AUDITGUARD_SANDBOX_HOST=1")
-	out, err := host.StdoutPipe()
-	must(t, err)
-	must(t, host.Start())
-	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
-	sc := bufio.NewScanner(out)
-	ns := ""
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "NS "); ok {
-			ns = v
-			break
-		}
-	}
+	host, ns := startHost(t, "TestSandboxHostProcess", "1", "NS ")
 	if ns == "" {
 		t.Fatal("the host did not report its sandbox")
 	}
@@ -487,6 +472,29 @@ func TestSandboxDiesWithHost(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// startHost re-executes this test binary to run only the test named run,
+// as a host (AUDITGUARD_SANDBOX_HOST=mode), bounded by 30 s and killed by
+// the test's end, and returns it with the rest of the first line it
+// prints that starts with prefix ("" if none).
+func startHost(t *testing.T, run, mode, prefix string) (*exec.Cmd, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	host := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+run+"$")
+	host.Env = append(os.Environ(), "AUDITGUARD_SANDBOX_HOST="+mode)
+	out, err := host.StdoutPipe()
+	must(t, err)
+	must(t, host.Start())
+	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			return host, v
+		}
+	}
+	return host, ""
 }
 
 // TestSandboxHostProcess is the host of TestSandboxDiesWithHost; it runs

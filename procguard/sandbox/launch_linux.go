@@ -503,7 +503,8 @@ type Launch struct {
 	s    *Session // the session whose sandbox runs it, if any
 	exit *Exit
 	// recycled: started by StartRecycled in s (Wait makes its state);
-	// took: s's sandbox was taken from the pool for it (Wait refills).
+	// took: s's sandbox was taken from the pool for it (a recycled
+	// one's Wait refills the pool).
 	recycled, took bool
 
 	waitDelay time.Duration

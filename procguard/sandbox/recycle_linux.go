@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -27,9 +28,9 @@ import (
 // object init cannot remove) it could leave in those roots as well.
 var recycled struct {
 	sync.Mutex
-	idle  []idleSandbox // least recently used first
-	timer *time.Timer   // ends the sandboxes idle for maxIdleTime
-	off   bool
+	idle  []idleSandbox  // least recently used first
+	timer *time.Timer    // ends the sandboxes idle for maxIdleTime
+	off   atomic.Bool    // stored with the lock held; read without it per start
 	ends  sync.WaitGroup // the ends of sandboxes taken out of idle
 }
 
@@ -71,6 +72,9 @@ func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*
 	if !Recycling() {
 		return Start(ctx, spec, stdio, nil, dial)
 	}
+	if err := checkFloor(spec); err != nil {
+		return nil, err
+	}
 	key, err := sessionKey(spec)
 	if err != nil {
 		return nil, err
@@ -79,7 +83,7 @@ func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*
 	if s == nil {
 		s = &Session{recycle: true}
 	}
-	l, err := s.Start(ctx, spec, stdio, dial)
+	l, err := s.start(ctx, spec, key, stdio, dial)
 	if err != nil {
 		_ = s.Close()
 		return nil, err
@@ -95,10 +99,7 @@ func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*
 // commands for later ones: recycling is on (SetRecycle) and this Go's
 // os.ProcessState is one Wait knows how to make.
 func Recycling() bool {
-	recycled.Lock()
-	off := recycled.off
-	recycled.Unlock()
-	return !off && canMakeState()
+	return !recycled.off.Load() && canMakeState()
 }
 
 // SetRecycle turns recycling (StartRecycled) on (the default) or off; off
@@ -107,7 +108,7 @@ func Recycling() bool {
 // command ran in before turns it off.
 func SetRecycle(on bool) {
 	recycled.Lock()
-	recycled.off = !on
+	recycled.off.Store(!on)
 	var idle []idleSandbox
 	if !on {
 		idle = recycled.idle
@@ -143,7 +144,7 @@ func takeIdle(key string) *Session {
 // later command with key; over maxIdle, the least recently used is ended.
 func putIdle(s *Session, key string) {
 	recycled.Lock()
-	if recycled.off {
+	if recycled.off.Load() {
 		recycled.Unlock()
 		_ = s.Close()
 		return

@@ -80,6 +80,13 @@ func (s *Session) Start(ctx context.Context, spec *Spec, stdio Stdio, dial Diale
 	if err != nil {
 		return nil, err
 	}
+	return s.start(ctx, spec, key, stdio, dial)
+}
+
+// start is Start with spec's session key made (StartRecycled made it to
+// find the sandbox).
+func (s *Session) start(ctx context.Context, spec *Spec, key string, stdio Stdio, dial Dialer) (*Launch, error) {
+	var err error
 	s.mu.Lock()
 	switch {
 	case s.closed:
