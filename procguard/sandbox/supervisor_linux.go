@@ -41,13 +41,15 @@ func (st *initState) startSupervisor(listener int) error {
 	if runtime.GOMAXPROCS(0) < 3 {
 		runtime.GOMAXPROCS(3)
 	}
-	go st.serveSeccomp(listener)
+	st.serveSeccomp(listener)
 	return nil
 }
 
-// serveSeccomp judges the target's file calls with the scope's policies
-// until every filtered task is gone, and performs the allowed ones itself
-// on the objects it judged (see package seccomp): what a call names is
+// serveSeccomp starts judging the target's file calls with the scope's
+// policies, on the serving thread (made while init waited, see
+// prepareServing), until every filtered task is gone; it returns at once.
+// The supervisor performs the allowed calls itself on the objects it
+// judged (see package seccomp): what a call names is
 // resolved once, in the calling task's context, so neither a /proc alias,
 // a link, nor another thread rewriting the name can make the kernel act
 // on something other than what was judged. It is what makes protected
@@ -73,7 +75,11 @@ func (st *initState) serveSeccomp(listener int) {
 		h.BeforeExec = st.beforeExec
 		h.Events = &seccomp.Events{Fd: st.execs.efd, Handle: st.handleTraceEvents}
 	}
-	_ = seccomp.ServeHandler(listener, st.stop, h)
+	t := st.serving
+	if t == nil {
+		t = seccomp.Prepare()
+	}
+	t.Start(listener, st.stop, h)
 }
 
 // decide returns 0 to let the call go on, or the errno it fails with. The

@@ -3,6 +3,7 @@
 package seccomp
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -84,9 +85,47 @@ type Events struct {
 
 // ServeHandler is Serve with every hook of h.
 func ServeHandler(listener int, stop <-chan struct{}, h Handler) error {
+	return Prepare().Serve(listener, stop, h)
+}
+
+// A Thread is a serving thread made before its listener exists. Making
+// one (a thread locked to a goroutine, set apart, its buffers sized) costs
+// about a millisecond on a loaded machine, most of it the runtime starting
+// a thread; a caller that installs a filter and starts a task at once
+// prepares the thread ahead, so the task's first trapped call is answered
+// without waiting for it. A Thread serves one listener.
+type Thread struct {
+	// kick is an eventfd the thread waits on in a blocking read: the
+	// kernel wakes the thread itself, where a channel would wait for the
+	// Go scheduler to find it a thread to run on.
+	kick  int
+	mu    sync.Mutex
+	work  *serveWork // what to serve; nil after Close
+	taken bool       // Serve or Close was called
+	ready chan struct{}
+	err   error // why the thread could not be set apart, read after ready
+}
+
+type serveWork struct {
+	listener int
+	stop     <-chan struct{}
+	h        Handler
+	done     chan error
+}
+
+// Prepare starts a serving thread that waits for Serve. Close ends one
+// that will not serve.
+func Prepare() *Thread {
+	t := &Thread{kick: -1, ready: make(chan struct{})}
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.err = fmt.Errorf("seccomp: %w", os.NewSyscallError("eventfd", err))
+		close(t.ready)
+		return t
+	}
+	t.kick = fd
 	// The serving thread is set apart (see dedicate): a goroutine locked
 	// to a thread that is not the main one, ended with it.
-	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() == unix.Getpid() {
@@ -96,25 +135,100 @@ func ServeHandler(listener int, stop <-chan struct{}, h Handler) error {
 			go func() {
 				runtime.LockOSThread()
 				close(locked)
-				ch <- serveOn(listener, stop, h)
+				t.run()
 			}()
 			<-locked
 			runtime.UnlockOSThread()
 			return
 		}
-		ch <- serveOn(listener, stop, h)
+		t.run()
 	}()
-	return <-ch
+	return t
 }
 
-func serveOn(listener int, stop <-chan struct{}, h Handler) error {
-	defer unix.Close(listener)
-	if err := dedicate(); err != nil {
-		return fmt.Errorf("seccomp: setting the serving thread apart: %w", err)
+// run sets the thread apart and serves the work it is given, if any.
+func (t *Thread) run() {
+	s, err := newServer()
+	if err == nil {
+		if err = dedicate(); err != nil {
+			err = fmt.Errorf("seccomp: setting the serving thread apart: %w", err)
+		}
 	}
-	s, err := newServer(listener)
-	if err != nil {
-		return err
+	t.err = err
+	close(t.ready)
+	var buf [8]byte
+	for {
+		_, rerr := unix.Read(t.kick, buf[:])
+		if rerr != unix.EINTR {
+			break
+		}
+	}
+	unix.Close(t.kick)
+	t.mu.Lock()
+	w := t.work
+	t.mu.Unlock()
+	switch {
+	case w == nil: // closed unused; the runtime ends the locked thread
+	case err != nil:
+		unix.Close(w.listener)
+		w.done <- err
+	default:
+		w.done <- s.serve(w.listener, w.stop, w.h)
+	}
+}
+
+// Serve is ServeHandler on the prepared thread: it answers notifications
+// on listener until every filtered task is gone or stop is closed, then
+// closes listener, and returns what ServeHandler would. A Thread serves
+// once; a second Serve (or one after Close) closes listener and fails.
+func (t *Thread) Serve(listener int, stop <-chan struct{}, h Handler) error {
+	return <-t.Start(listener, stop, h)
+}
+
+// Start is Serve without waiting: the thread starts serving, and what
+// Serve would return comes on the channel. The calling goroutine goes on
+// at once, so the thread serves while it starts the tasks the filter
+// covers.
+func (t *Thread) Start(listener int, stop <-chan struct{}, h Handler) <-chan error {
+	w := &serveWork{listener: listener, stop: stop, h: h, done: make(chan error, 1)}
+	if !t.take(w) {
+		unix.Close(listener)
+		err := t.err
+		if t.kick >= 0 {
+			err = errors.New("seccomp: the serving thread was used or closed")
+		}
+		w.done <- err
+	}
+	return w.done
+}
+
+// Close ends a thread that has not served; after Serve it does nothing.
+func (t *Thread) Close() {
+	t.take(nil)
+}
+
+// take hands the thread its work (nil: none, end), once.
+func (t *Thread) take(w *serveWork) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.taken || t.kick < 0 {
+		return false
+	}
+	t.taken, t.work = true, w
+	one := [8]byte{1}
+	_, _ = unix.Write(t.kick, one[:])
+	return true
+}
+
+// serve is Serve's loop on the dedicated thread.
+func (s *server) serve(listener int, stop <-chan struct{}, h Handler) error {
+	defer unix.Close(listener)
+	s.fd = listener
+	// Probe the ID_VALID number with an id no notification has: a kernel
+	// that knows the number says ENOENT, one before 5.17 says EINVAL.
+	var id uint64
+	if e := s.ioctl(s.idValid, unsafe.Pointer(&id)); e == unix.EINVAL {
+		s.idValid = ioctlNotifIDValidOld
 	}
 	s.confine = h.Confine
 	s.floor = h.Floor
@@ -240,7 +354,7 @@ var kernelSizes = sync.OnceValues(func() (notifSizes, error) {
 	return sz, nil
 })
 
-func newServer(listener int) (*server, error) {
+func newServer() (*server, error) {
 	sz, err := kernelSizes()
 	if err != nil {
 		return nil, err
@@ -251,19 +365,13 @@ func newServer(listener int) (*server, error) {
 	}
 	s := &server{
 		req:     request{sockFd: -1, w: walker{root: -1}},
-		fd:      listener,
+		fd:      -1,
 		recv:    words(sz.notif, unsafe.Sizeof(notif{})),
 		resp:    words(sz.resp, unsafe.Sizeof(notifResp{})),
 		idValid: unix.SECCOMP_IOCTL_NOTIF_ID_VALID,
 		umask:   -1,
 	}
 	s.t.root = -1
-	// Probe the ID_VALID number with an id no notification has: a kernel
-	// that knows the number says ENOENT, one before 5.17 says EINVAL.
-	var id uint64
-	if e := s.ioctl(s.idValid, unsafe.Pointer(&id)); e == unix.EINVAL {
-		s.idValid = ioctlNotifIDValidOld
-	}
 	return s, nil
 }
 
