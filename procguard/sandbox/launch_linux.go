@@ -66,13 +66,17 @@ type trampoline struct {
 
 	ready    chan struct{} // closed when init said "ready" (or failed, or died)
 	notReady *message      // set before ready closes when init failed or died instead
-	msgs     chan message  // the status stream after "ready"
-	readers  sync.WaitGroup
-	exit     *Exit         // from the stream's "exit" message; read after readers.Wait
-	session  atomic.Bool   // init keeps the sandbox after an "exit" (Session); set before the spec is sent
-	exits    chan *Exit    // a session's "exit" messages
-	last     atomic.Bool   // a session's sandbox ends with its command (message.Last)
-	gone     chan struct{} // closed when the status stream ended
+	// settled is closed when init said "settled": the work it does while
+	// it waits (growHeap) is over, or was cut short by a spec. Closed
+	// too when the status stream ends.
+	settled chan struct{}
+	msgs    chan message // the status stream after "ready"
+	readers sync.WaitGroup
+	exit    *Exit         // from the stream's "exit" message; read after readers.Wait
+	session atomic.Bool   // init keeps the sandbox after an "exit" (Session); set before the spec is sent
+	exits   chan *Exit    // a session's "exit" messages
+	last    atomic.Bool   // a session's sandbox ends with its command (message.Last)
+	gone    chan struct{} // closed when the status stream ended
 	// The forwarders of the sandbox's loopback ports (a session's outlive
 	// each command), and a session's host end of the socket its later
 	// commands go on.
@@ -136,7 +140,7 @@ func newTrampoline(hostNet bool) (*trampoline, error) {
 		return nil, &SetupError{Step: "clone", Path: "/proc/self/exe", Err: err}
 	}
 	t := &trampoline{proc: proc, ctl: f.ctl, statusR: f.statusR, hostNet: hostNet, viaSpawner: viaSpawner,
-		ready: make(chan struct{}), msgs: make(chan message, 4), exits: make(chan *Exit, 1), gone: make(chan struct{})}
+		ready: make(chan struct{}), settled: make(chan struct{}), msgs: make(chan message, 4), exits: make(chan *Exit, 1), gone: make(chan struct{})}
 	// Blocking reads (Fd puts the pipe in blocking mode): the reader's
 	// thread wakes as soon as init writes, without a hop through the
 	// runtime's poller. A child's exec waits for the host's answer to each
@@ -228,11 +232,13 @@ func (t *trampoline) readStatus() {
 	defer close(t.msgs)
 	saidReady := false
 	readyOnce := sync.OnceFunc(func() { close(t.ready) })
+	settledOnce := sync.OnceFunc(func() { close(t.settled) })
 	defer func() {
 		if !saidReady && t.notReady == nil {
 			t.notReady = &message{Event: "eof"}
 		}
 		readyOnce()
+		settledOnce()
 	}()
 	sc := bufio.NewScanner(t.statusR)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -248,6 +254,9 @@ func (t *trampoline) readStatus() {
 		case "ready":
 			saidReady = true
 			readyOnce()
+			continue
+		case "settled":
+			settledOnce()
 			continue
 		case "exit":
 			t.exit = m.Exit
@@ -442,6 +451,9 @@ func Prewarm(hostNet bool) error {
 	<-t.ready
 	m := t.notReady
 	if m == nil {
+		// Ready; what init does while it waits is part of paying the
+		// cost early, and must not run into the host's next work.
+		<-t.settled
 		return nil
 	}
 	// It failed (m is its error) or died. Discard it unless a Start took

@@ -211,7 +211,8 @@ func TestSignalledTarget(t *testing.T) {
 	}
 }
 
-// TestPool: a ready trampoline is used by the next start, a dead one is
+// TestPool: Prewarm returns once the pool's trampoline is ready and has
+// settled, a ready trampoline is used by the next start, a dead one is
 // replaced, and turning the pool off leaves no process behind.
 func TestPool(t *testing.T) {
 	freshPool(t)
@@ -228,6 +229,11 @@ func TestPool(t *testing.T) {
 	pool.Unlock()
 	if ready == nil {
 		t.Fatal("Prewarm left no trampoline in the pool")
+	}
+	select {
+	case <-ready.settled:
+	default:
+		t.Error("Prewarm returned before the trampoline's init settled (growHeap)")
 	}
 	dir := t.TempDir()
 	var out bytes.Buffer

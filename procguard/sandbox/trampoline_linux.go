@@ -170,11 +170,12 @@ var initSteps = []step{
 const spareHeap = 1 << 20
 
 // growHeap touches spareHeap of heap and collects it, so the set-up's
-// allocations land on pages init already has. It runs while init waits
-// in the pool; when the spec comes first (a cold start, the spec sent as
-// soon as init is ready) it stops, so it never delays a start by more
-// than a page's touch.
+// allocations land on pages init already has, then says "settled". It
+// runs while init waits in the pool; when the spec comes first (a cold
+// start, the spec sent as soon as init is ready) it stops, so it never
+// delays a start by more than a page's touch.
 func (st *initState) growHeap() {
+	defer st.send(message{Event: "settled"})
 	const page = 4096
 	b := make([]byte, spareHeap)
 	for i := 0; i < len(b); i += page {
