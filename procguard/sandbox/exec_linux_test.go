@@ -395,3 +395,30 @@ func TestEnvScriptTarget(t *testing.T) {
 		t.Errorf("no exec was judged as the interpreter of %s: %q", script, of)
 	}
 }
+
+// TestCollectionAtFork: init forces a collection while it waits in the
+// pool (growHeap), which SetGCPercent(-1) does not hold off; one under
+// way when the spec comes must be over before the target's vfork, or it
+// waits for the vfork's thread, which waits for the trapped exec, which
+// waits for the supervisor, which waits for the collection. Here init
+// forces collections for 50 ms from before the fork is due: the start
+// completes and the target runs.
+func TestCollectionAtFork(t *testing.T) {
+	collectAtFork = true
+	t.Cleanup(func() { collectAtFork = false })
+	dir := realDir(t)
+	spec := shSpec(t, dir, `echo ran`)
+	j := &execJudge{}
+	spec.JudgeExec = j.judge
+	var stdout bytes.Buffer
+	l, state, err := run(t, spec, Stdio{Stdout: &stdout})
+	if err != nil || !state.Success() {
+		t.Fatalf("%v %v\n%s", err, state, &stdout)
+	}
+	if !l.Report.Exec {
+		t.Skipf("execs are not judged here: %v", l.Report)
+	}
+	if got := stdout.String(); got != "ran\n" {
+		t.Errorf("output %q", got)
+	}
+}

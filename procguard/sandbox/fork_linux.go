@@ -100,7 +100,11 @@ func (st *initState) forkTarget(ts *targetState) error {
 		// no stop-the-world until the supervisor has answered: a garbage
 		// collection starting meanwhile (the supervisor allocates) would
 		// wait for the supervisor, which waits for it. None starts while
-		// collection is off; SetGCPercent(-1) waits out one under way.
+		// collection is off; SetGCPercent(-1) waits out one under way,
+		// and gcMu the one growHeap forces (it forces none once the spec
+		// came, as it has by now).
+		st.gcMu.Lock()
+		st.gcMu.Unlock()
 		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	}
 	p, err := os.StartProcess(st.spec.Path, st.spec.Args, &os.ProcAttr{

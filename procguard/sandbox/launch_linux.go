@@ -556,7 +556,7 @@ func start(ctx context.Context, t *trampoline, spec *Spec, stdio Stdio, join fun
 	}
 	l.setJudges(spec)
 	files, err := l.stdioFiles(stdio)
-	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst, TrapFloor: spec.trapFloor}
+	ws := wireSpec{Spec: *spec, ForceStage: forceStage, CollectAtFirst: collectAtFirst, CollectAtFork: collectAtFork, TrapFloor: spec.trapFloor}
 	ws.AskHost, ws.ExecJudged = hostSwitches(spec)
 	if err == nil {
 		files, err = treeFiles(spec, &ws, files)
@@ -744,6 +744,7 @@ type wireSpec struct {
 	Extra          []bool `json:"extra,omitempty"`      // per extra file: sent (true) or nil
 	ForceStage     bool   `json:"force_stage,omitempty"`
 	CollectAtFirst bool   `json:"collect_at_first,omitempty"`
+	CollectAtFork  bool   `json:"collect_at_fork,omitempty"`
 	TrapFloor      bool   `json:"trap_floor,omitempty"` // Spec.trapFloor
 }
 
@@ -785,6 +786,11 @@ func init() {
 // collectAtFirst makes init's supervisor allocate enough to start garbage
 // collections while it judges the target's first exec; set by tests only.
 var collectAtFirst bool
+
+// collectAtFork makes init force collections under gcMu, as growHeap
+// does, from before the target's fork is due until 50 ms later; set by
+// tests only.
+var collectAtFork bool
 
 // stdioFiles returns the descriptors the target gets as 0, 1 and 2,
 // starting a copier for each stream that is not a file.

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -110,6 +111,7 @@ type initState struct {
 	listener  int              // seccomp listener, -1 without
 	serving   *seccomp.Thread  // the supervisor's thread, made while init waits
 	specCame  atomic.Bool      // the first spec is here: growHeap stops
+	gcMu      sync.Mutex       // held by growHeap while it collects
 	execs     *execs           // exec calls, with Spec.ExecJudged (exec_linux.go)
 }
 
@@ -173,7 +175,8 @@ const spareHeap = 1 << 20
 // allocations land on pages init already has, then says "settled". It
 // runs while init waits in the pool; when the spec comes first (a cold
 // start, the spec sent as soon as init is ready) it stops, so it never
-// delays a start by more than a page's touch.
+// delays a start by more than a page's touch, or a collection of a heap
+// of a few hundred kilobytes that had begun.
 func (st *initState) growHeap() {
 	defer st.send(message{Event: "settled"})
 	const page = 4096
@@ -186,9 +189,14 @@ func (st *initState) growHeap() {
 	}
 	runtime.KeepAlive(b)
 	b = nil
+	// The collection is forced, so SetGCPercent(-1) does not hold it
+	// off: it must never run while the target's vfork holds a P (see
+	// forkTarget), which waits for it under gcMu.
+	st.gcMu.Lock()
 	if !st.specCame.Load() {
 		runtime.GC()
 	}
+	st.gcMu.Unlock()
 }
 
 // hostNetArg is init's argv[1] when it shares the host's network.
@@ -367,6 +375,18 @@ func readSpec(st *initState) error {
 		return err
 	}
 	st.spec, st.stage, st.collectAtFirst, st.trapFloor = ws.Spec, ws.ForceStage, ws.CollectAtFirst, ws.TrapFloor
+	if ws.CollectAtFork {
+		held := make(chan struct{})
+		go func() {
+			st.gcMu.Lock()
+			close(held)
+			for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+				runtime.GC()
+			}
+			st.gcMu.Unlock()
+		}()
+		<-held
+	}
 	if st.stdio, files, err = st.takeFiles(&ws, files); err != nil {
 		return err
 	}
