@@ -3,6 +3,9 @@
 package seccomp
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"testing"
 	"time"
@@ -62,33 +65,26 @@ func TestPreparedThreadClosed(t *testing.T) {
 		ths[i] = Prepare()
 		<-ths[i].ready
 	}
-	with := tasks(t)
 	for _, th := range ths {
 		th.Close()
 		th.Close() // twice: nothing more
 	}
-	deadline := time.Now().Add(bound)
-	for tasks(t) > with-n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d threads with %d prepared threads, %d after they were closed: they did not end", with, n, tasks(t))
+	for _, th := range ths {
+		task := fmt.Sprintf("/proc/self/task/%d", th.tid)
+		for deadline := time.Now().Add(bound); ; time.Sleep(5 * time.Millisecond) {
+			if _, err := os.Stat(task); errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the closed thread %d still runs after %v", th.tid, bound)
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	fd := pipeEnd(t)
 	if err := ths[0].Serve(fd, nil, Handler{}); err == nil {
 		t.Error("Serve on a closed thread succeeded")
 	}
 	checkClosed(t, fd)
-}
-
-// tasks counts this process's threads.
-func tasks(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }
 
 // pipeEnd returns the read end of a new pipe, for a Serve that must close

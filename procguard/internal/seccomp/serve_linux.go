@@ -104,6 +104,7 @@ type Thread struct {
 	taken bool       // Serve or Close was called
 	ready chan struct{}
 	err   error // why the thread could not be set apart, read after ready
+	tid   int   // the thread's id, read after ready (tests)
 }
 
 type serveWork struct {
@@ -154,7 +155,7 @@ func (t *Thread) run() {
 			err = fmt.Errorf("seccomp: setting the serving thread apart: %w", err)
 		}
 	}
-	t.err = err
+	t.err, t.tid = err, unix.Gettid()
 	close(t.ready)
 	var buf [8]byte
 	for {
