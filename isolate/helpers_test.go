@@ -80,6 +80,7 @@ func (e *env) callCtx(t testing.TB) context.Context {
 
 // noSurvivors fails when a process of the call's sandbox is alive. A
 // sandbox recycled for later calls (sandbox.StartRecycled) keeps its init
+// (one ended after the call's Wait keeps it a few milliseconds more)
 // and may already run a later call, or a pooled process, of the same
 // policy, which are no survivors of this one and cannot be told apart
 // from them by namespace: there, the call's own process must be gone (that
@@ -91,7 +92,7 @@ func noSurvivors(t testing.TB, c *procguard.Confinement) {
 		t.Fatalf("the call ran without a sandbox: %s", c.SandboxNote)
 	}
 	ns, init := c.Sandbox.PidNamespace, c.ProcessGroup
-	if sandbox.Recycling() && proctree.Alive(init) {
+	if sandbox.EndsAfterWait() && proctree.Alive(init) {
 		if pid := proctree.HostPid(ns, c.Sandbox.Pid); pid != 0 && proctree.Alive(pid) {
 			t.Errorf("the call's process %d survived it", pid)
 		}

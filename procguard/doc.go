@@ -27,7 +27,9 @@
 // sandbox.StartRecycled): it is forked from the kept init's confined
 // thread after init killed everything the last command left, so it is
 // held exactly as in a new sandbox, and starts in a fraction of the time.
-// sandbox.SetRecycle(false) gives every command a new sandbox.
+// sandbox.SetRecycle(false) gives every command a new sandbox (ended after
+// the command's Wait while the pool of ready trampolines is on; see
+// sandbox.EndsAfterWait).
 //
 // Commands given a Session (Cmd.Session) run one after another in one
 // sandbox: the first builds it, the later ones are forked from its init,

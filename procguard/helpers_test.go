@@ -101,9 +101,10 @@ func groupMembers(t testing.TB, pgid int) []string {
 }
 
 // leftOf lists the live processes of c's sandbox after its Wait, but for
-// its init where Wait keeps that on purpose (a Session's sandbox, or one
-// recycled for the next command: sandbox.StartRecycled); nil without a
-// sandbox. Whatever is listed outlived the command.
+// its init where Wait leaves that on purpose (a Session's sandbox, one
+// recycled for the next command, or one ended after the Wait:
+// sandbox.StartRecycled); nil without a sandbox. Whatever is listed
+// outlived the command.
 func leftOf(c *procguard.Cmd) []int {
 	sb := c.Confinement.Sandbox
 	if sb == nil {
@@ -111,7 +112,7 @@ func leftOf(c *procguard.Cmd) []int {
 	}
 	init := c.Confinement.ProcessGroup
 	m := proctree.NamespaceMembers(sb.PidNamespace, init)
-	if c.Session != nil || sandbox.Recycling() {
+	if c.Session != nil || sandbox.EndsAfterWait() {
 		m = slices.DeleteFunc(m, func(pid int) bool { return pid == init })
 	}
 	return m

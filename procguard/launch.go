@@ -201,11 +201,11 @@ func (c *Cmd) startInSandbox(spec *sandbox.Spec, stdio sandbox.Stdio, cg *cgroup
 			l, err = nil, nil // another command of the session runs: one of its own
 		}
 	}
-	if l == nil && err == nil && sandbox.Recycling() {
-		// A sandbox a finished command left idle, kept for the next
-		// (sandbox.StartRecycled): init joins none of the command's
-		// cgroups, the target joins them all before its first
-		// instruction.
+	if l == nil && err == nil && sandbox.EndsAfterWait() {
+		// A sandbox a finished command left idle, kept for the next, or
+		// one ended after the command's Wait (sandbox.StartRecycled):
+		// init joins none of the command's cgroups, the target joins
+		// them all before its first instruction.
 		files, jerr := cg.sessionJoin()
 		if jerr != nil {
 			return &sandbox.SetupError{Step: "join cgroup", Err: jerr}

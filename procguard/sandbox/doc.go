@@ -43,7 +43,10 @@
 // binds are as old as the sandbox; a killed command's sandbox is never
 // kept. Its Wait makes the command's os.ProcessState from init's report
 // (os.ProcessState has no constructor; the layout is checked against this
-// Go's, and nothing is recycled where it differs).
+// Go's, and nothing is recycled where it differs). With recycling off and
+// the pool of ready trampolines on, each command's sandbox is new and is
+// ended after the command's Wait, as a kept one would be, with init's
+// exit in the background (EndsAfterWait).
 //
 // Inside, before the target runs:
 //

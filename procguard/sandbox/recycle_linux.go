@@ -66,22 +66,33 @@ var maxIdleTime = 30 * time.Second
 // gives it; Pid is init's; the usage is the target's, see Exit.Usage),
 // since the process of the host's that would carry it goes on.
 //
-// Where recycling is off or cannot be done, StartRecycled is Start with
-// the target joining the cgroups.
+// With recycling off (SetRecycle) and the pool on, every command gets a
+// new sandbox, which is ended when the command ends, as a kept one would
+// be: Wait returns on init's report, and init's exit (its teardown, a few
+// milliseconds) happens after it, in the background; SetRecycle(false)
+// and SetPrewarm(false) wait for those ends. With the pool off as well,
+// or where a ProcessState cannot be made, StartRecycled is Start with the
+// target joining the cgroups: Wait returns once init is gone.
+// EndsAfterWait says which.
 func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*Launch, error) {
-	if !Recycling() {
+	recycling := Recycling()
+	if !recycling && !EndsAfterWait() {
 		return Start(ctx, spec, stdio, nil, dial)
 	}
 	if err := checkFloor(spec); err != nil {
 		return nil, err
 	}
-	key, err := sessionKey(spec)
-	if err != nil {
-		return nil, err
+	var s *Session
+	var key string
+	if recycling {
+		var err error
+		if key, err = sessionKey(spec); err != nil {
+			return nil, err
+		}
+		s = takeIdle(key)
 	}
-	s := takeIdle(key)
 	if s == nil {
-		s = &Session{recycle: true}
+		s = &Session{recycle: recycling, discard: !recycling}
 	}
 	l, err := s.start(ctx, spec, key, stdio, dial)
 	if err != nil {
@@ -100,6 +111,23 @@ func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*
 // os.ProcessState is one Wait knows how to make.
 func Recycling() bool {
 	return !recycled.off.Load() && canMakeState()
+}
+
+// EndsAfterWait reports whether the sandbox StartRecycled runs a command
+// in may outlive the command's Wait: kept idle for the next (Recycling),
+// or, with recycling off and the pool of ready trampolines on
+// (SetPrewarm), ended in the background. The target then joins every
+// cgroup of the command (Spec.TreeCgroups) and init none.
+func EndsAfterWait() bool {
+	if !canMakeState() {
+		return false
+	}
+	if !recycled.off.Load() {
+		return true
+	}
+	pool.Lock()
+	defer pool.Unlock()
+	return !pool.off
 }
 
 // SetRecycle turns recycling (StartRecycled) on (the default) or off; off

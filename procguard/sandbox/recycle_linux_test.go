@@ -160,9 +160,15 @@ echo leak > `+filepath.Join(outside, "escaped")+` || echo refused`)
 	if alive(init1) || alive(initPid(l4)) {
 		t.Errorf("kept inits outlived SetRecycle(false): %d %v, %d %v", init1, alive(init1), initPid(l4), alive(initPid(l4)))
 	}
+	// A command then gets a sandbox of its own, ended after its Wait
+	// (TestRecycleOffEndsAfterWait).
 	l5, out, state, err := recycledRun(t, shSpec(t, dir, `true`))
-	if err != nil || state == nil || alive(initPid(l5)) {
-		t.Errorf("with recycling off: %v, state %v, init alive after Wait %v\n%s", err, state, alive(initPid(l5)), out)
+	if err != nil || state == nil || initPid(l5) == init1 || initPid(l5) == initPid(l4) {
+		t.Errorf("with recycling off: %v, state %v, init %d (kept ones %d, %d)\n%s", err, state, initPid(l5), init1, initPid(l4), out)
+	}
+	SetRecycle(false)
+	if alive(initPid(l5)) {
+		t.Errorf("init %d outlived SetRecycle(false)", initPid(l5))
 	}
 }
 
@@ -465,5 +471,65 @@ for ring in (-3, -4, -5):
 	}
 	if strings.Contains(out, "found") || strings.Count(out, "none") != 3 {
 		t.Errorf("the next command finds the last one's keys:\n%s", out)
+	}
+}
+
+// TestRecycleOffEndsAfterWait: with recycling off and the pool on, each
+// command gets a sandbox of its own, ended after the command's Wait
+// rather than in it. A command leaves a background job and a daemon that
+// keep writing: both are dead by the time Wait returns (init killed them
+// before its report); its init ends by itself soon after, never kept; the
+// next command runs in another init; SetRecycle(false) waits for the ends
+// under way. With the pool off as well, StartRecycled is Start: Wait
+// returns once init is gone.
+func TestRecycleOffEndsAfterWait(t *testing.T) {
+	endRecycled(t)
+	SetRecycle(false)
+	if !EndsAfterWait() {
+		t.Skip("no sandbox outlives its Wait here (this Go's os.ProcessState cannot be made)")
+	}
+	dir := realDir(t)
+	l1, out, state, err := recycledRun(t, shSpec(t, dir, leftWriting+"sleep 0.2\nexit 3"))
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || state == nil || state.ExitCode() != 3 {
+		t.Fatalf("first command: err %v, state %v, want *exec.ExitError 3\n%s", err, state, out)
+	}
+	init1 := initPid(l1)
+	if state.Pid() != init1 || l1.Process.Pid != -1 {
+		t.Errorf("state's pid %d, Process's pid %d: want init's %d, and Process released", state.Pid(), l1.Process.Pid, init1)
+	}
+	writersStopped(t, dir)
+	for deadline := time.Now().Add(testTimeout); alive(init1); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("init %d of a command with recycling off still runs %v after its Wait", init1, testTimeout)
+		}
+	}
+
+	l2, out, _, err := recycledRun(t, shSpec(t, dir, "echo two"))
+	if err != nil || out != "two\n" {
+		t.Fatalf("second command: err %v, output %q", err, out)
+	}
+	if initPid(l2) == init1 {
+		t.Error("the second command ran in the first's sandbox")
+	}
+	SetRecycle(false) // waits for the end under way
+	if alive(initPid(l2)) {
+		t.Errorf("init %d outlived SetRecycle(false)", initPid(l2))
+	}
+
+	SetPrewarm(false)
+	defer SetPrewarm(true)
+	if EndsAfterWait() {
+		t.Fatal("EndsAfterWait with recycling and the pool off")
+	}
+	l3, out, state, err := recycledRun(t, shSpec(t, dir, "echo three"))
+	if err != nil || out != "three\n" || l3.InSession() {
+		t.Fatalf("with the pool off: err %v, output %q, in a session %v", err, out, l3.InSession())
+	}
+	if alive(state.Pid()) {
+		t.Errorf("with the pool off, init %d outlived the command's Wait", state.Pid())
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("children left: %v", kids)
 	}
 }

@@ -27,6 +27,9 @@ func StartRecycled(ctx context.Context, spec *Spec, stdio Stdio, dial Dialer) (*
 // Recycling reports false outside Linux.
 func Recycling() bool { return false }
 
+// EndsAfterWait is false: there is no sandbox.
+func EndsAfterWait() bool { return false }
+
 // SetRecycle does nothing outside Linux.
 func SetRecycle(on bool) {}
 

@@ -55,6 +55,9 @@ type Session struct {
 	// recycle: a sandbox of StartRecycled's, put back among the idle
 	// ones when its command ends.
 	recycle bool
+	// discard: a sandbox of StartRecycled's with recycling off, ended in
+	// the background when its command ends (EndsAfterWait).
+	discard bool
 
 	dial atomic.Pointer[Dialer] // the running command's dialer
 }
@@ -173,12 +176,23 @@ func (s *Session) finished(gone bool) {
 	s.mu.Lock()
 	s.busy, s.cur = false, nil
 	var t *trampoline
-	if gone || s.closed {
+	if gone || s.closed || s.discard {
 		t = s.detach()
 	}
 	keep, key := s.recycle && s.t != nil, s.key
 	s.mu.Unlock()
-	if t != nil {
+	switch {
+	case t != nil && s.discard && !gone:
+		// Nothing of the command runs (init killed what it left before
+		// its report): init's exit, a few milliseconds of teardown, is
+		// no part of the command's Wait. SetRecycle(false) and
+		// SetPrewarm(false) wait for it.
+		recycled.ends.Add(1)
+		go func() {
+			defer recycled.ends.Done()
+			s.end(t)
+		}()
+	case t != nil:
 		s.end(t)
 	}
 	if keep {
