@@ -146,7 +146,7 @@ func execRows(e *env) ([]*row, error) {
 		if notes {
 			r.note = "exec.CommandContext(ctx, \"/bin/true\").Run()"
 			sb.note = "procguard.CommandContext(ctx, \"true\").Run(): the default confinement; the sandbox a finished start left idle is recycled (sandbox.StartRecycled), the first of a block takes the pool's ready trampoline"
-			fr.note = "the same with recycling off (sandbox.SetRecycle(false)): every start takes the pool's ready trampoline, or makes one"
+			fr.note = "the same with recycling off (sandbox.SetRecycle(false)): every start takes the pool's ready trampoline, or makes one, and its sandbox ends after the Wait"
 			bw.note = bwNote
 			ss.note = "the same with Cmd.Session: every start but the first is forked from the session's sandbox's init"
 		}
