@@ -217,7 +217,7 @@ func (s *Session) end(t *trampoline) {
 	if t.next != nil {
 		t.next.Close()
 	}
-	if !s.recycle {
+	if !s.recycle && !s.discard { // StartRecycled's Wait refills
 		go refill(t.hostNet)
 	}
 }
