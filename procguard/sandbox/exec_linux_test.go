@@ -306,30 +306,46 @@ print("done=1")
 	}
 }
 
-// TestCollectionAtFirstExec: init forks the target with vfork from a
-// thread the runtime cannot stop until the child has exec'd, and that exec
-// is trapped and judged by init's supervisor. A garbage collection the
-// supervisor starts right then must not wedge the sandbox: the start
-// completes and the target runs.
-func TestCollectionAtFirstExec(t *testing.T) {
-	collectAtFirst = true
-	t.Cleanup(func() { collectAtFirst = false })
-	dir := realDir(t)
-	spec := shSpec(t, dir, `echo first-ran; /bin/echo second-ran`)
-	j := &execJudge{}
-	spec.JudgeExec = j.judge
-	var stdout bytes.Buffer
-	// Wedged, the start fails when its own timeout ends it (run fails the
-	// test on a set-up error).
-	l, state, err := run(t, spec, Stdio{Stdout: &stdout})
-	if err != nil || !state.Success() {
-		t.Fatalf("%v %v\n%s", err, state, &stdout)
-	}
-	if !l.Report.Exec {
-		t.Skipf("execs are not judged here: %v", l.Report)
-	}
-	if got := stdout.String(); got != "first-ran\nsecond-ran\n" {
-		t.Errorf("output %q", got)
+// TestCollectionsAtFirstExec: init forks the target with vfork from a
+// thread the runtime cannot stop until the child has exec'd, and that
+// exec is trapped and judged by init's supervisor, so a garbage
+// collection then would wait for the supervisor, which waits for it. The
+// start must complete and the target run when:
+//   - the supervisor allocates enough to start collections while it
+//     judges the target's first exec (collectAtFirst);
+//   - a collection is forced while the spec comes, as growHeap forces one
+//     while init waits in the pool (which SetGCPercent(-1) does not hold
+//     off): init forces collections for 50 ms from before the fork is due
+//     (collectAtFork).
+func TestCollectionsAtFirstExec(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  *bool
+	}{
+		{"supervisor allocates", &collectAtFirst},
+		{"collection forced before the fork", &collectAtFork},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			*tc.set = true
+			t.Cleanup(func() { *tc.set = false })
+			dir := realDir(t)
+			spec := shSpec(t, dir, `echo first-ran; /bin/echo second-ran`)
+			j := &execJudge{}
+			spec.JudgeExec = j.judge
+			var stdout bytes.Buffer
+			// Wedged, the start fails when its own timeout ends it (run
+			// fails the test on a set-up error).
+			l, state, err := run(t, spec, Stdio{Stdout: &stdout})
+			if err != nil || !state.Success() {
+				t.Fatalf("%v %v\n%s", err, state, &stdout)
+			}
+			if !l.Report.Exec {
+				t.Skipf("execs are not judged here: %v", l.Report)
+			}
+			if got := stdout.String(); got != "first-ran\nsecond-ran\n" {
+				t.Errorf("output %q", got)
+			}
+		})
 	}
 }
 
@@ -393,32 +409,5 @@ func TestEnvScriptTarget(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Contains(of, script) {
 		t.Errorf("no exec was judged as the interpreter of %s: %q", script, of)
-	}
-}
-
-// TestCollectionAtFork: init forces a collection while it waits in the
-// pool (growHeap), which SetGCPercent(-1) does not hold off; one under
-// way when the spec comes must be over before the target's vfork, or it
-// waits for the vfork's thread, which waits for the trapped exec, which
-// waits for the supervisor, which waits for the collection. Here init
-// forces collections for 50 ms from before the fork is due: the start
-// completes and the target runs.
-func TestCollectionAtFork(t *testing.T) {
-	collectAtFork = true
-	t.Cleanup(func() { collectAtFork = false })
-	dir := realDir(t)
-	spec := shSpec(t, dir, `echo ran`)
-	j := &execJudge{}
-	spec.JudgeExec = j.judge
-	var stdout bytes.Buffer
-	l, state, err := run(t, spec, Stdio{Stdout: &stdout})
-	if err != nil || !state.Success() {
-		t.Fatalf("%v %v\n%s", err, state, &stdout)
-	}
-	if !l.Report.Exec {
-		t.Skipf("execs are not judged here: %v", l.Report)
-	}
-	if got := stdout.String(); got != "ran\n" {
-		t.Errorf("output %q", got)
 	}
 }
