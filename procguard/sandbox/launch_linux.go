@@ -421,9 +421,10 @@ func refill(hostNet bool) {
 }
 
 // Prewarm makes sure a ready trampoline of the kind (hostNet: sharing the
-// host's network) waits in the pool and returns once its init is ready,
-// or with the set-up error that stopped it. Hosts call it at start-up to
-// pay the first sandbox's cost early.
+// host's network) waits in the pool and returns once its init is ready
+// and has done what it does while it waits (it grows its heap), or with
+// the set-up error that stopped it. Hosts call it at start-up to pay the
+// first sandbox's cost early.
 func Prewarm(hostNet bool) error {
 	k := kindOf(hostNet)
 	pool.Lock()
