@@ -1,6 +1,7 @@
 package procguard_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -114,4 +115,65 @@ func TestKeptSandboxHostProcess(t *testing.T) {
 	}
 	fmt.Printf("KEPT %d\n", c.ProcessState.Pid())
 	time.Sleep(25 * time.Second) // the test kills this host before
+}
+
+// TestRecycleOffCommands: with recycling off and the pool on, commands
+// run in sandboxes of their own that end after their Wait. A command that
+// leaves a background writer: the writer is dead by its Wait, nothing of
+// its sandbox but init is left, and the next command runs in another
+// sandbox; a command killed by its timeout reports the kill; turning
+// recycling off again waits for both inits to end.
+func TestRecycleOffCommands(t *testing.T) {
+	e := sandboxEnv(t, policy.Spec{Exec: shellTools})
+	sandbox.SetRecycle(false)
+	t.Cleanup(func() { sandbox.SetRecycle(true) })
+	if !sandbox.EndsAfterWait() {
+		t.Skip("no sandbox outlives its Wait here")
+	}
+	c := procguard.CommandContext(e.ctx, "sh", "-c", `(while :; do echo x >> tick; sleep 0.02; done) &
+sleep 0.2
+exit 3`)
+	c.Dir = e.dir
+	err := c.Run()
+	if c.Confinement.Sandbox == nil {
+		t.Skipf("no sandbox here: %s", c.Confinement.SandboxNote)
+	}
+	if c.ProcessState == nil || c.ProcessState.ExitCode() != 3 {
+		t.Fatalf("err %v, state %v: want exit 3", err, c.ProcessState)
+	}
+	if left := leftOf(c); len(left) > 0 {
+		t.Errorf("processes of the command outlived its Wait: %v", left)
+	}
+	size := func() int64 {
+		fi, err := os.Stat(e.dir + "/tick")
+		if err != nil {
+			t.Fatalf("the background writer never wrote: %v", err)
+		}
+		return fi.Size()
+	}
+	before := size()
+	time.Sleep(300 * time.Millisecond)
+	if after := size(); after != before {
+		t.Errorf("the background writer still writes after the Wait: %d, then %d bytes", before, after)
+	}
+	first := c.ProcessState.Pid()
+
+	k := procguard.CommandContext(e.ctx, "sleep", "10")
+	k.Dir, k.Timeout = e.dir, 300*time.Millisecond
+	start := time.Now()
+	err = k.Run()
+	var ke *procguard.KilledError
+	if !errors.As(err, &ke) || !errors.Is(ke.Cause, procguard.ErrTimeout) || time.Since(start) > 8*time.Second {
+		t.Fatalf("a command past its timeout: %v after %v, want a KilledError for the timeout", err, time.Since(start))
+	}
+	second := k.Confinement.ProcessGroup
+	if second == first {
+		t.Errorf("the second command ran in the first's sandbox (init %d)", first)
+	}
+	sandbox.SetRecycle(false) // waits for the ends under way
+	for _, pid := range []int{first, second} {
+		if proctree.Alive(pid) {
+			t.Errorf("init %d outlived SetRecycle(false)", pid)
+		}
+	}
 }
