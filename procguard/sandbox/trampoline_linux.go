@@ -167,8 +167,9 @@ var initSteps = []step{
 // into pages it never touched until a collection frees some, and the
 // first touch of each is a page fault. Init's set-up runs no collection:
 // it took about 110 faults (median of 28 starts), about 50 with the
-// spare heap, and a start was 0.7 ms shorter, so a fault cost about 12
-// µs on the paravirtualized development VM (docs/bench.md).
+// spare heap, and a start was 0.5 to 0.7 ms shorter on the
+// paravirtualized development VM, where a fault costs about 12 µs
+// (docs/bench.md).
 const spareHeap = 1 << 20
 
 // growHeap touches spareHeap of heap and collects it, so the set-up's
