@@ -28,16 +28,58 @@ import (
 // object init cannot remove) it could leave in those roots as well.
 var recycled struct {
 	sync.Mutex
-	idle  []idleSandbox  // least recently used first
-	timer *time.Timer    // ends the sandboxes idle for maxIdleTime
-	off   atomic.Bool    // stored with the lock held; read without it per start
-	ends  sync.WaitGroup // the ends of sandboxes taken out of idle
+	idle  []idleSandbox // least recently used first
+	timer *time.Timer   // ends the sandboxes idle for maxIdleTime
+	off   atomic.Bool   // stored with the lock held; read without it per start
+	ends  endCount      // the ends of sandboxes taken out of idle, or discarded
 }
 
 type idleSandbox struct {
 	s     *Session
 	key   string
 	since time.Time
+}
+
+// endCount counts the sandbox ends under way, which are started and
+// waited for from any goroutine at any time (a sync.WaitGroup forbids an
+// Add from zero while a Wait is under way: a command ending while
+// SetRecycle(false) waits would be one).
+type endCount struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0; a new one when it rises
+}
+
+func (e *endCount) add(n int) {
+	if n <= 0 {
+		return
+	}
+	e.mu.Lock()
+	if e.n == 0 {
+		e.zero = make(chan struct{})
+	}
+	e.n += n
+	e.mu.Unlock()
+}
+
+func (e *endCount) done() {
+	e.mu.Lock()
+	if e.n--; e.n == 0 {
+		close(e.zero)
+	}
+	e.mu.Unlock()
+}
+
+// wait returns once no end is under way.
+func (e *endCount) wait() {
+	e.mu.Lock()
+	if e.n == 0 {
+		e.mu.Unlock()
+		return
+	}
+	z := e.zero
+	e.mu.Unlock()
+	<-z
 }
 
 // maxIdle bounds the sandboxes kept idle: 8 parallel commands with the
@@ -150,7 +192,7 @@ func SetRecycle(on bool) {
 	for _, i := range idle {
 		_ = i.s.Close()
 	}
-	recycled.ends.Wait()
+	recycled.ends.wait()
 }
 
 // takeIdle takes the most recently used idle sandbox with key out of the
@@ -187,12 +229,12 @@ func putIdle(s *Session, key string) {
 		recycled.timer = time.AfterFunc(maxIdleTime, endIdle)
 	}
 	if old != nil {
-		recycled.ends.Add(1)
+		recycled.ends.add(1)
 	}
 	recycled.Unlock()
 	if old != nil {
 		go func() {
-			defer recycled.ends.Done()
+			defer recycled.ends.done()
 			_ = old.Close()
 		}()
 	}
@@ -215,11 +257,11 @@ func endIdle() {
 			recycled.timer = nil
 		}
 	}
-	recycled.ends.Add(len(old))
+	recycled.ends.add(len(old))
 	recycled.Unlock()
 	for _, s := range old {
 		_ = s.Close()
-		recycled.ends.Done()
+		recycled.ends.done()
 	}
 }
 

@@ -533,3 +533,55 @@ func TestRecycleOffEndsAfterWait(t *testing.T) {
 		t.Errorf("children left: %v", kids)
 	}
 }
+
+// TestEndCount: wait returns at once with no end under way, and otherwise
+// only once every end under way (and every end added before they are
+// over) is done; ends start and are waited for from any goroutine, also
+// while a wait is under way, which a sync.WaitGroup forbids.
+func TestEndCount(t *testing.T) {
+	var e endCount
+	e.wait()
+	e.add(2)
+	waited := make(chan struct{})
+	go func() { e.wait(); close(waited) }()
+	e.done()
+	select {
+	case <-waited:
+		t.Fatal("wait returned with an end under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	e.done()
+	select {
+	case <-waited:
+	case <-time.After(testTimeout):
+		t.Fatal("wait did not return once the ends were done")
+	}
+
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					e.wait()
+				}
+			}
+		})
+	}
+	for range 2000 {
+		e.add(1)
+		go e.done()
+	}
+	close(stop)
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { e.wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("wait did not return once every end was done")
+	}
+}

@@ -187,9 +187,9 @@ func (s *Session) finished(gone bool) {
 		// its report): init's exit, a few milliseconds of teardown, is
 		// no part of the command's Wait. SetRecycle(false) and
 		// SetPrewarm(false) wait for it.
-		recycled.ends.Add(1)
+		recycled.ends.add(1)
 		go func() {
-			defer recycled.ends.Done()
+			defer recycled.ends.done()
 			s.end(t)
 		}()
 	case t != nil:
