@@ -5,7 +5,6 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -28,18 +27,6 @@ func (st *initState) startSupervisor(listener int) error {
 		}
 		st.execs = x
 		st.report.Exec = true
-	}
-	// Init starts with one P. The serving thread and the reaper spend
-	// their time in system calls, each holding a P; sysmon takes a P from
-	// a system call whenever none is idle, and then polls every 20 µs for
-	// a while. A third P stays idle for them (init's CPU in a tar and git
-	// commit of 5,000 files: 2.4 s with one P, 2.0 s with three, 1.7 s
-	// with the serving loop's yields as well). Where execs are judged the
-	// target's own exec is trapped too, while the thread that forks it
-	// holds a P in the vfork (a raw system call): the serving thread needs
-	// another to answer.
-	if runtime.GOMAXPROCS(0) < 3 {
-		runtime.GOMAXPROCS(3)
 	}
 	st.serveSeccomp(listener)
 	return nil
@@ -75,11 +62,7 @@ func (st *initState) serveSeccomp(listener int) {
 		h.BeforeExec = st.beforeExec
 		h.Events = &seccomp.Events{Fd: st.execs.efd, Handle: st.handleTraceEvents}
 	}
-	t := st.serving
-	if t == nil {
-		t = seccomp.Prepare()
-	}
-	t.Start(listener, st.stop, h)
+	st.serving.Start(listener, st.stop, h)
 }
 
 // decide returns 0 to let the call go on, or the errno it fails with. The

@@ -100,11 +100,11 @@ type Thread struct {
 	// Go scheduler to find it a thread to run on.
 	kick  int
 	mu    sync.Mutex
-	work  *serveWork // what to serve; nil after Close
-	taken bool       // Serve or Close was called
-	ready chan struct{}
-	err   error // why the thread could not be set apart, read after ready
-	tid   int   // the thread's id, read after ready (tests)
+	work  *serveWork    // what to serve; nil after Close
+	taken bool          // Serve or Close was called
+	ready chan struct{} // closed once the thread is set apart or failed (tests)
+	tid   int           // the thread's id, read after ready (tests)
+	err   error         // why Prepare could not make the thread
 }
 
 type serveWork struct {
@@ -155,7 +155,7 @@ func (t *Thread) run() {
 			err = fmt.Errorf("seccomp: setting the serving thread apart: %w", err)
 		}
 	}
-	t.err, t.tid = err, unix.Gettid()
+	t.tid = unix.Gettid()
 	close(t.ready)
 	var buf [8]byte
 	for {
